@@ -1,0 +1,74 @@
+"""Errors that point at the offending file and place.
+
+Readers and scorers collect every problem they find in a `ProblemLog` and raise one `DataError` that
+lists them all, so a user fixes a file in one pass instead of one error per run. The CLI turns a
+`DataError` into a readable message and exit code 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong (or suspicious) in an input file.
+
+    `location` is a line (``"line 12"``), a JSON path (``"$[3].labels.real-label"``) or both.
+    """
+
+    path: str
+    location: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.location}" if self.location else self.path
+        return f"{where}: {self.severity}: {self.message}"
+
+
+class DataError(Exception):
+    """Bad input: a data file, a prediction file or an option that names one."""
+
+    def __init__(self, problems: list[Problem] | str, path: str | Path | None = None) -> None:
+        if isinstance(problems, str):
+            problems = [Problem(str(path) if path is not None else "", "", problems)]
+        self.problems: list[Problem] = list(problems)
+        super().__init__(self.summary())
+
+    def summary(self, limit: int = 20) -> str:
+        errors = [p for p in self.problems if p.severity == "error"] or self.problems
+        lines = [str(p) for p in errors[:limit]]
+        if len(errors) > limit:
+            lines.append(f"... and {len(errors) - limit} more problems")
+        return "\n".join(lines)
+
+
+@dataclass
+class ProblemLog:
+    """Collects the problems found in one file; `raise_if_errors` ends a read that found any."""
+
+    path: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def error(self, location: str, message: str) -> None:
+        self.problems.append(Problem(self.path, location, message, "error"))
+
+    def warning(self, location: str, message: str) -> None:
+        self.problems.append(Problem(self.path, location, message, "warning"))
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def raise_if_errors(self) -> None:
+        if self.errors:
+            raise DataError(self.problems)

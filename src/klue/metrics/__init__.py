@@ -1,0 +1,1 @@
+"""Pure metric functions: no torch, no I/O."""

@@ -27,6 +27,38 @@ class OfficialFile:
 
 
 @dataclass(frozen=True)
+class DataRoots:
+    """`klue`: the official layout (--data-dir / KLUE_DATA_DIR / cache). `extra`: the directory holding
+    `klue-partial/`, `klue-derived/` and `korean/` (--extra-data-dir / KLUE_EXTRA_DATA_DIR), or None."""
+
+    klue: Path
+    extra: Path | None = None
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A file a run read, for provenance: its path, git blob id and how many examples it gave."""
+
+    path: str
+    git_blob: str
+    n_examples: int
+    used_as: str  # "train", "eval", "selection", or e.g. "train (80% by premise hash)"
+
+
+@dataclass(frozen=True)
+class ProtocolData(Generic[RecordT]):
+    """What a run trains on, selects checkpoints on, and evaluates on, under a named protocol."""
+
+    protocol: str  # "official", "heldout", "local:dev-80-20", ...
+    official: bool  # True only for `official` (train on train, report dev)
+    description: str  # one sentence, copied into every output that uses it
+    train: list[RecordT]
+    eval: list[RecordT]
+    selection: list[RecordT] | None  # checkpoint selection set; None = select on `eval` (official recipe)
+    sources: tuple[DataSource, ...]
+
+
+@dataclass(frozen=True)
 class Task(Generic[RecordT, PredictionT]):
     """Everything the CLI, the scorer, the runner and the report need to know about one task.
 
@@ -54,6 +86,9 @@ class Task(Generic[RecordT, PredictionT]):
     prediction_to_json: Callable[[PredictionT], dict[str, Any]]
     evaluate: Callable[[Sequence[RecordT], Sequence[PredictionT], MetricMode], MetricReport]
     other_readers: Mapping[str, Callable[[Path, ProblemLog], list[RecordT]]] = field(default_factory=dict)
+    # Task-specific named protocols ("local:ner-train5000", ...); generic ones live in klue.data.protocols.
+    protocols: Mapping[str, Callable[[DataRoots], ProtocolData[RecordT]]] = field(default_factory=dict)
+    default_local_protocol: str = "local:dev-80-20"  # used by the benchmark when no train set is present
     license: str = "CC BY-SA 4.0"
     citation: str = "Park et al., KLUE: Korean Language Understanding Evaluation, arXiv:2105.09680"
 

@@ -27,6 +27,15 @@ class OfficialFile:
 
 
 @dataclass(frozen=True)
+class ArchiveFile:
+    """A v1 tarball (the one the Hugging Face `klue` builder used); it unpacks to `<name>-v1/`."""
+
+    url: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
 class DataRoots:
     """`klue`: the official layout (--data-dir / KLUE_DATA_DIR / cache). `extra`: the directory holding
     `klue-partial/`, `klue-derived/` and `korean/` (--extra-data-dir / KLUE_EXTRA_DATA_DIR), or None."""
@@ -85,6 +94,7 @@ class Task(Generic[RecordT, PredictionT]):
     parse_prediction: Callable[[Mapping[str, Any], ProblemLog, str], PredictionT | None]
     prediction_to_json: Callable[[PredictionT], dict[str, Any]]
     evaluate: Callable[[Sequence[RecordT], Sequence[PredictionT], MetricMode], MetricReport]
+    v1_archive: ArchiveFile | None = None
     other_readers: Mapping[str, Callable[[Path, ProblemLog], list[RecordT]]] = field(default_factory=dict)
     # Task-specific named protocols ("local:ner-train5000", ...); generic ones live in klue.data.protocols.
     protocols: Mapping[str, Callable[[DataRoots], ProtocolData[RecordT]]] = field(default_factory=dict)

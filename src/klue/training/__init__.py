@@ -1,0 +1,9 @@
+"""Fine-tuning of any Hugging Face encoder on the KLUE tasks (the accelerate-based engine).
+
+`klue.training.run(task, model, protocol_data, seed, out_dir, overrides, mode)` is contract E; importing
+this package stays light (torch is imported when a run starts).
+"""
+
+from klue.training.run import run
+
+__all__ = ["run"]

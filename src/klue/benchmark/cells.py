@@ -1,0 +1,194 @@
+"""One benchmark cell (task x model x seed): resolve the protocol, train, predict, score.
+
+`run_cell` is the default `CellRunner`. A model family is a function
+
+    family(task, model, protocol_data, seed, out_dir, mode, overrides) -> Results
+
+that trains on `protocol_data.train`, writes `out_dir/predictions.jsonl` and returns the scored Results
+(contract E). `classic` goes to `klue.baselines.run`, anything else to `klue.training.run`; both are
+imported inside the cell so that the runner starts fast and a missing family fails only its cells.
+Tests and plug-ins pass their own family: `functools.partial(run_cell, family=my_family)`.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from klue import provenance
+from klue.reporting.schema import Results
+from klue.tasks.base import DataRoots, ProtocolData, Task
+
+RESULTS_FILE = "results.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+LOG_FILE = "log.txt"
+ERROR_FILE = "error.txt"
+CLASSIC = "classic"
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Everything a cell needs, as plain values: it crosses into a worker process by pickling."""
+
+    task: str
+    model: str
+    seed: int
+    protocol: str  # as asked: "auto", "official", "heldout", "local:..."
+    mode: str  # metric mode
+    out_dir: str  # the cell's directory: <out>/<task>/<model slug>/seed<k>
+    data_dir: str | None = None
+    extra_data_dir: str | None = None
+    overrides: tuple[tuple[str, Any], ...] = ()  # training overrides, key=value
+
+    @property
+    def path(self) -> Path:
+        return Path(self.out_dir)
+
+    @property
+    def label(self) -> str:
+        return f"{self.task} · {self.model} · seed {self.seed}"
+
+
+class ModelFamily(Protocol):
+    def __call__(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
+                 out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results: ...
+
+
+CellRunner = Callable[[CellSpec], Results]
+
+
+class ModelFamilyUnavailable(RuntimeError):
+    """The code for a model family is not installed or not written yet."""
+
+
+def model_slug(model: str) -> str:
+    """A directory name for a model: `klue/roberta-base` -> `klue--roberta-base`."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model.strip().strip("/").replace("/", "--")).strip("-.")
+    if not slug:
+        raise ValueError(f"model name {model!r} gives an empty directory name")
+    return slug
+
+
+def family_name(model: str) -> str:
+    return "classic" if model == CLASSIC else "encoder"
+
+
+def classic_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
+                   out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
+    try:
+        from klue.baselines import run
+    except ImportError as error:
+        raise ModelFamilyUnavailable(f"no classic baselines are available yet ({error})") from None
+    if overrides:
+        raise ValueError(f"classic baselines take no overrides (got {sorted(overrides)})")
+    return run(task, protocol_data, seed, out_dir, mode=mode)
+
+
+def encoder_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
+                   out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
+    try:
+        from klue.training import run
+    except ImportError as error:
+        raise ModelFamilyUnavailable(f"fine-tuning is not available ({error}); install klue[train]") from None
+    return run(task, model, protocol_data, seed, out_dir, dict(overrides), mode=mode)
+
+
+def family_for(model: str) -> ModelFamily:
+    return classic_family if model == CLASSIC else encoder_family
+
+
+def data_roots(spec: CellSpec) -> DataRoots:
+    from klue.data.protocols import roots_from
+
+    return roots_from(spec.data_dir, spec.extra_data_dir)
+
+
+def choose_protocol(task: Task[Any, Any], asked: str, roots: DataRoots) -> str:
+    """`auto` = `official` when the task's official train file is present, else its local default."""
+    if asked != "auto":
+        return asked
+    train = task.file("train")
+    if train is not None and (roots.klue / train.path).is_file():
+        return "official"
+    return task.default_local_protocol
+
+
+def run_cell(spec: CellSpec, family: ModelFamily | None = None) -> Results:
+    """The default cell: registry task, protocol data, model family; provenance filled in."""
+    from klue import registry
+    from klue.data.protocols import resolve
+
+    task = registry.get(spec.task)
+    roots = data_roots(spec)
+    data = resolve(task, choose_protocol(task, spec.protocol, roots), roots)
+    spec.path.mkdir(parents=True, exist_ok=True)
+    results = (family or family_for(spec.model))(task, spec.model, data, spec.seed, spec.path, spec.mode,
+                                                 dict(spec.overrides))
+    return complete_results(results, spec, task, data)
+
+
+def complete_results(results: Results, spec: CellSpec, task: Task[Any, Any], data: ProtocolData[Any]) -> Results:
+    """Check a family's Results belong to this cell and fill provenance it left empty."""
+    expected = {"task": task.name, "seed": spec.seed, "metric_mode": spec.mode, "protocol": data.protocol}
+    wrong = {k: (getattr(results, k), v) for k, v in expected.items() if getattr(results, k) != v}
+    if wrong:
+        raise ValueError(f"the model family returned results for another cell: {wrong} (got, expected)")
+    filled: dict[str, Any] = {}
+    if not results.data_sources:
+        filled["data_sources"] = [vars(s).copy() for s in data.sources]
+    if not results.library_versions:
+        filled["library_versions"] = provenance.library_versions()
+    if results.git_revision is None:
+        filled["git_revision"] = provenance.git_revision()
+    if not results.created_at:
+        filled["created_at"] = provenance.utc_now()
+    if results.predictions_file is None and (spec.path / PREDICTIONS_FILE).is_file():
+        filled["predictions_file"] = PREDICTIONS_FILE
+    return replace(results, **filled) if filled else results
+
+
+@dataclass(frozen=True)
+class FailureInfo:
+    error: str  # one paragraph for results.json
+    trace: str  # the full traceback, for error.txt
+
+
+def describe_failure(error: BaseException) -> FailureInfo:
+    text = str(error).strip() or type(error).__name__
+    if not type(error).__module__.startswith("klue."):  # klue's own errors are written to be read as they are
+        text = f"{type(error).__name__}: {text}"
+    return FailureInfo(" ".join(text.split()), "".join(traceback.format_exception(error)))
+
+
+def failed_results(spec: CellSpec, error: str, wall_time_s: float) -> Results:
+    """A failed cell's record: what is known of the cell, and its error."""
+    from klue import registry
+
+    try:
+        task_version = registry.get(spec.task).version
+    except KeyError:  # an unknown task name is itself the failure being recorded
+        task_version = ""
+    protocol = spec.protocol
+    return Results(
+        task=spec.task, task_version=task_version, model=spec.model, model_family=family_name(spec.model),
+        seed=spec.seed, protocol=protocol, protocol_official=False, protocol_description="",
+        metric_mode=spec.mode, status="failed", error=error, wall_time_s=wall_time_s,
+        library_versions=provenance.library_versions(), git_revision=provenance.git_revision(),
+        created_at=provenance.utc_now(),
+    )
+
+
+@dataclass
+class CellOutcome:
+    """What a worker reports back to the runner about one cell."""
+
+    spec: CellSpec
+    status: str  # "ok" | "failed"
+    error: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    wall_time_s: float = 0.0
+    protocol: str = ""

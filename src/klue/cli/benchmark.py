@@ -1,0 +1,104 @@
+"""`klue benchmark`: every task x model x seed cell, resumable; results under --out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from klue.cli._common import stderr, stdout
+from klue.errors import DataError
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise DataError(f"--seeds takes comma-separated integers, not {text!r}") from None
+    if not seeds:
+        raise DataError("--seeds is empty")
+    return seeds
+
+
+def parse_overrides(items: list[str]) -> tuple[tuple[str, Any], ...]:
+    """`key=value` pairs; values are read as YAML scalars (`lr=2e-5`, `epochs=3`, `fp16=true`)."""
+    import yaml
+
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"--override takes key=value, not {item!r}")
+        pairs.append((key.strip(), yaml.safe_load(value)))
+    return tuple(pairs)
+
+
+def check_protocol(protocol: str) -> str:
+    if protocol in ("auto", "official", "heldout") or protocol.startswith("local:"):
+        return protocol
+    raise DataError(f"--protocol takes auto, official, heldout or local:<name>, not {protocol!r}")
+
+
+def resolve_tasks(names: str) -> tuple[str, ...]:
+    from klue import registry
+
+    try:
+        return tuple(t.name for t in registry.resolve(names))
+    except registry.UnknownTaskError as error:
+        raise DataError(error.message) from None
+
+
+def print_leaderboard(out: Path) -> None:
+    from klue.reporting.aggregate import load_aggregate
+    from klue.reporting.leaderboard import build_leaderboard, to_rich
+
+    stdout.print(to_rich(build_leaderboard(load_aggregate(out))))
+
+
+def benchmark(
+    model: Annotated[list[str], typer.Option("--model", "-m", help="A model: `classic` (the CPU baselines), "
+                                             "or anything `klue train` takes (hub name or local path). "
+                                             "Repeat for several.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Benchmark directory: "
+                                      "<out>/<task>/<model>/seed<k>/results.json.")],
+    tasks: Annotated[str, typer.Option(help="`all` or comma-separated task names (ynat,nli,...).")] = "all",
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one cell per seed.")] = "1",
+    protocol: Annotated[str, typer.Option(help="auto (official when the official train file is present, "
+                                          "else the task's local default), official, heldout or local:<name>.")
+                        ] = "auto",
+    mode: Annotated[str, typer.Option(help="Metric mode: official (the KLUE code, quirks included) or "
+                                      "corrected.")] = "official",
+    jobs: Annotated[int | None, typer.Option(help="Cells at a time, each in its own process (default: one "
+                                             "per GPU, else 1; 0 = in this process, for debugging).")] = None,
+    override: Annotated[list[str] | None, typer.Option(help="Training override key=value for encoder "
+                                                       "models (repeatable).")] = None,
+    data_dir: Annotated[str | None, typer.Option(help="Official KLUE layout (else KLUE_DATA_DIR, else the "
+                                                 "cache).")] = None,
+    extra_data_dir: Annotated[str | None, typer.Option(help="Directory holding klue-partial/, klue-derived/ "
+                                                       "and korean/ (else KLUE_EXTRA_DATA_DIR).")] = None,
+) -> None:
+    """Run train, predict and score for every task x model x seed; skip cells already done.
+
+    Each cell writes results.json and predictions.jsonl; a failing cell is recorded with its error and
+    the others go on. Interrupted? Run the same command again: finished cells are kept.
+    Then: `klue report OUT -o report.html`.
+    """
+    from klue.benchmark.runner import BenchmarkPlan, run_benchmark
+    from klue.metrics.report import METRIC_MODES
+
+    if mode not in METRIC_MODES:
+        raise DataError(f"--mode takes one of {', '.join(METRIC_MODES)}, not {mode!r}")
+    plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
+                         mode, data_dir, extra_data_dir, parse_overrides(override or []))
+    summary = run_benchmark(plan, jobs=jobs, console=stderr)
+    print_leaderboard(out)
+    ran = len(summary.outcomes)
+    stderr.print(f"{ran} cells run, {len(summary.skipped)} already done, {len(summary.failed)} failed; "
+                 f"results in {out}. Report: klue report {out} -o {out / 'report.html'}")
+    if summary.failed:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("benchmark")(benchmark)

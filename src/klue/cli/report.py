@@ -1,0 +1,51 @@
+"""`klue report`: the leaderboard and the HTML report of a benchmark directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from klue.cli._common import stderr
+from klue.errors import DataError
+
+
+def report(
+    directory: Annotated[Path, typer.Argument(help="A `klue benchmark --out` directory (every results.json "
+                                              "under it is read).")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write: report.html (default "
+                                                "DIR/report.html), or a .md file with --format md (default: "
+                                                "print it).")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="html (one self-contained page with charts) "
+                                        "or md (the leaderboard as a Markdown table).")] = "html",
+) -> None:
+    """Build the leaderboard and report from a benchmark directory.
+
+    The HTML page holds the leaderboard, charts against the paper, confusion matrices, per-type scores,
+    learning curves and the provenance of every number; it needs no network.
+    """
+    from klue.reporting.aggregate import load_aggregate
+    from klue.reporting.html import write_report
+    from klue.reporting.leaderboard import build_leaderboard, to_markdown
+    from klue.reporting.schema import write_text_atomic
+
+    if format not in ("html", "md"):
+        raise DataError(f"--format takes html or md, not {format!r}")
+    agg = load_aggregate(directory)
+    if format == "md":
+        text = to_markdown(build_leaderboard(agg))
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_text_atomic(output, text)
+            stderr.print(f"leaderboard written to {output}")
+        return
+    target = output or directory / "report.html"
+    write_report(agg, target)
+    stderr.print(f"report written to {target}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

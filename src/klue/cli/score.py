@@ -1,0 +1,103 @@
+"""`klue score`: the official KLUE metrics of a prediction file against a gold file."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from klue.cli._common import stderr, stdout
+
+if TYPE_CHECKING:
+    from klue.scoring import ScoreResult
+
+
+def register(app: typer.Typer) -> None:
+    app.command("score")(score_command)
+
+
+def score_command(
+    task_name: Annotated[str, typer.Option("--task", help="Task name: ynat sts nli ner re dp mrc wos "
+                                           "(aliases such as klue-ner accepted).", show_default=False)],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file in the official format (or the format "
+                                       "named by --gold-format).", show_default=False)],
+    predictions: Annotated[Path, typer.Option("--predictions", help="Prediction file: JSON Lines, one object "
+                                              "per example with its guid (SPEC section 3); also a JSON list in "
+                                              "gold order or a {guid: item} map; .gz accepted.",
+                                              show_default=False)],
+    mode: Annotated[str, typer.Option("--mode", help="official: reproduce the KLUE baseline metric code, "
+                                      "quirks included; corrected: fix the quirks that are bugs "
+                                      "(docs/metrics.md).")] = "official",
+    relation_list: Annotated[Path | None, typer.Option(
+        "--relation-list", help="RE: the label order that integer labels and `probs` use "
+        "(relation_list.json); default the official order.")] = None,
+    gold_format: Annotated[str | None, typer.Option(
+        "--gold-format", help="Read --gold with another reader of the task (e.g. conllu for dp, korquad for "
+        "mrc, kornli for nli); default the official format.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: task, mode, n_examples, "
+                                          "every metric at the top level, breakdowns under their names.")] = False,
+) -> None:
+    """Score PREDICTIONS against GOLD with the official KLUE metrics of TASK (0-100 scale).
+
+    Every gold example needs exactly one prediction. Missing, duplicate or unknown guids, labels outside
+    the task's label set, NER tags or DP heads of the wrong length and non-finite numbers are errors
+    naming the offending guids (exit code 2). Labels in JSON Lines must be names; in the list and map
+    shapes an integer label indexes the official label order.
+    """
+    from klue import registry
+    from klue.errors import DataError
+    from klue.metrics.report import METRIC_MODES
+    from klue.scoring import result_to_json, score_files
+
+    if mode not in METRIC_MODES:
+        raise DataError(f"--mode must be one of {', '.join(METRIC_MODES)}, not {mode!r}")
+    try:
+        task = registry.get(task_name)
+    except registry.UnknownTaskError as error:
+        raise DataError(str(error)) from None
+    result = score_files(task, gold, predictions, mode, relation_list, gold_format)
+    if result.warnings:
+        first = result.warnings[0]
+        stderr.print(f"[yellow]{len(result.warnings)} warnings[/yellow] while reading, e.g. {first}",
+                     highlight=False, markup=True)
+    if as_json:
+        print(json.dumps(result_to_json(result), ensure_ascii=False, indent=2, allow_nan=False))
+        return
+    _print_table(result)
+
+
+def _number(value: float) -> str:
+    return "undefined" if not math.isfinite(value) else f"{value:.4f}"
+
+
+def _print_table(result: ScoreResult) -> None:
+    from rich.table import Table
+
+    report = result.report
+    table = Table(title=f"{result.task}: {report.n_examples:,} examples, {report.mode} metrics",
+                  title_justify="left")
+    table.add_column("metric")
+    table.add_column("score", justify="right")
+    for name, value in report.scores.items():
+        table.add_row(name, _number(value))
+    stdout.print(table)
+    for name, values in report.breakdown.items():
+        if not values:
+            continue
+        breakdown = Table(title=name, title_justify="left")
+        breakdown.add_column("")
+        breakdown.add_column("value", justify="right")
+        for key, value in values.items():
+            breakdown.add_row(key, _number(value))
+        stdout.print(breakdown)
+    if report.confusion is not None:
+        confusion = Table(title="confusion (rows gold, columns predicted)", title_justify="left")
+        confusion.add_column("")
+        for label in report.confusion.labels:
+            confusion.add_column(label, justify="right")
+        for label, row in zip(report.confusion.labels, report.confusion.counts):
+            confusion.add_row(label, *(str(v) for v in row))
+        stdout.print(confusion)

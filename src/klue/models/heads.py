@@ -1,0 +1,143 @@
+"""Task heads on top of any Hugging Face encoder (`AutoModel`).
+
+A head model takes the encoder's usual inputs plus optional `labels` and returns a `HeadOutput` whose
+`loss_sum` is the SUM of per-item losses (an item is an example for sequence heads, a labelled token
+for token heads). The training engine divides by the number of items in the whole global batch, so
+one process, several processes and gradient accumulation all optimise the same mean loss.
+
+Sequence heads read the first token ([CLS] / <s>) and pass it through dense + tanh + linear, the
+RoBERTa-style head: it works for every encoder, including those without a pooler, so the encoder is
+built without one (an unused pooler would also break DDP's gradient reduction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 (the torch convention)
+
+HeadKind = Literal["sequence_classification", "sequence_regression", "token_classification"]
+HEAD_KINDS: tuple[str, ...] = ("sequence_classification", "sequence_regression", "token_classification")
+IGNORE_INDEX = -100  # label of a token that carries no loss (special tokens, continuation sub-words)
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    """What a saved model needs to rebuild its head: the kind, the label names (in output order)."""
+
+    kind: str  # one of HEAD_KINDS, or a custom kind an adapter builds itself
+    labels: tuple[str, ...] = ()
+    dropout: float | None = None  # None: the encoder config's classifier_dropout / hidden_dropout_prob
+    options: dict[str, Any] = field(default_factory=dict)  # head-specific settings (custom heads)
+
+    @property
+    def num_outputs(self) -> int:
+        return 1 if self.kind == "sequence_regression" else len(self.labels)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "labels": list(self.labels)}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> HeadSpec:
+        return cls(kind=obj["kind"], labels=tuple(obj.get("labels", ())), dropout=obj.get("dropout"),
+                   options=dict(obj.get("options", {})))
+
+
+@dataclass
+class HeadOutput:
+    """`logits`: (batch, outputs) for sequence heads, (batch, length, labels) for token heads;
+    `loss_sum`: summed loss over the items of the batch, present when labels were given."""
+
+    logits: torch.Tensor
+    loss_sum: torch.Tensor | None = None
+
+
+def head_dropout(config: Any, spec: HeadSpec) -> float:
+    if spec.dropout is not None:
+        return spec.dropout
+    for name in ("classifier_dropout", "hidden_dropout_prob", "dropout"):
+        value = getattr(config, name, None)
+        if value is not None:
+            return float(value)
+    return 0.1
+
+
+class EncoderWithHead(nn.Module):
+    """Base for head models: holds the encoder and forwards the inputs the encoder accepts."""
+
+    def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.spec = spec
+        self.config = encoder.config  # type: ignore[attr-defined]
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.config.hidden_size)
+
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+               token_type_ids: torch.Tensor | None) -> torch.Tensor:
+        inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
+        return self.encoder(**inputs).last_hidden_state
+
+
+class SequenceHead(EncoderWithHead):
+    """Classification (cross-entropy) or regression (squared error) over the first token."""
+
+    def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
+        super().__init__(encoder, spec)
+        p = head_dropout(self.config, spec)
+        self.dropout = nn.Dropout(p)
+        self.dense = nn.Linear(self.hidden_size, self.hidden_size)
+        self.out = nn.Linear(self.hidden_size, spec.num_outputs)
+        std = float(getattr(self.config, "initializer_range", 0.02))
+        for layer in (self.dense, self.out):
+            nn.init.normal_(layer.weight, std=std)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> HeadOutput:
+        first = self.encode(input_ids, attention_mask, token_type_ids)[:, 0]
+        hidden = torch.tanh(self.dense(self.dropout(first)))
+        logits = self.out(self.dropout(hidden))
+        loss = None
+        if labels is not None:
+            if self.spec.kind == "sequence_regression":
+                loss = F.mse_loss(logits.squeeze(-1).float(), labels.float(), reduction="sum")
+            else:
+                loss = F.cross_entropy(logits.float(), labels, reduction="sum")
+        return HeadOutput(logits, loss)
+
+
+class TokenHead(EncoderWithHead):
+    """One label per token; tokens labelled IGNORE_INDEX carry no loss."""
+
+    def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
+        super().__init__(encoder, spec)
+        self.dropout = nn.Dropout(head_dropout(self.config, spec))
+        self.out = nn.Linear(self.hidden_size, spec.num_outputs)
+        nn.init.normal_(self.out.weight, std=float(getattr(self.config, "initializer_range", 0.02)))
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> HeadOutput:
+        logits = self.out(self.dropout(self.encode(input_ids, attention_mask, token_type_ids)))
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX,
+                                   reduction="sum")
+        return HeadOutput(logits, loss)
+
+
+def build_head(encoder: nn.Module, spec: HeadSpec) -> EncoderWithHead:
+    """The standard head for `spec.kind`; adapters with custom heads build their own."""
+    if spec.kind in ("sequence_classification", "sequence_regression"):
+        return SequenceHead(encoder, spec)
+    if spec.kind == "token_classification":
+        return TokenHead(encoder, spec)
+    raise ValueError(f"no standard head of kind {spec.kind!r}; standard kinds: {', '.join(HEAD_KINDS)}")

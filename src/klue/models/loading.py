@@ -1,0 +1,176 @@
+"""Load an encoder and its tokenizer from a hub name or a local directory; save and load fine-tuned models.
+
+`--model` accepts:
+- a hub name or a local directory with weights (`klue/roberta-large`): the pretrained encoder;
+- a local directory with `config.json` and tokenizer files but NO weights: the encoder is built from the
+  config with fresh (seeded) weights, i.e. trained from scratch (`klue.models.tiny.make_tiny_model_dir`);
+- a directory written by `save_finetuned` (it holds `klue_model.json`): its encoder weights, for further
+  fine-tuning, or the whole model for `klue predict`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from klue.errors import DataError
+from klue.models.heads import HeadSpec
+
+MODEL_CARD = "klue_model.json"
+CARD_FORMAT = "klue.finetuned/1"
+WEIGHTS_FILE = "model.safetensors"
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+
+
+@dataclass
+class LoadedEncoder:
+    encoder: nn.Module
+    tokenizer: Any  # a fast (Rust-backed) Hugging Face tokenizer
+    source: str  # "pretrained", "from scratch (config only)" or "klue fine-tuned"
+
+    @property
+    def config(self) -> Any:
+        return self.encoder.config  # type: ignore[attr-defined]
+
+
+def uses_token_type_ids(config: Any) -> bool:
+    """RoBERTa-type models (type_vocab_size 1) must never receive token_type_ids."""
+    return int(getattr(config, "type_vocab_size", 0) or 0) > 1
+
+
+def has_weights(path: Path) -> bool:
+    return any((path / name).is_file() for name in _WEIGHT_FILES)
+
+
+def _without_pooler(config: Any) -> dict[str, Any]:
+    """`add_pooling_layer=False` for encoder classes that take it: heads read the first token themselves."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    try:
+        model_class = MODEL_MAPPING[type(config)]
+    except KeyError:
+        return {}
+    return {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(model_class).parameters else {}
+
+
+def load_tokenizer(name_or_path: str | Path) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
+    if not getattr(tokenizer, "is_fast", False):
+        raise DataError(f"{name_or_path}: the tokenizer is not a fast (Rust) tokenizer; klue needs its offset "
+                        "mapping to align character labels to sub-words")
+    if tokenizer.pad_token_id is None:
+        raise DataError(f"{name_or_path}: the tokenizer has no padding token")
+    return tokenizer
+
+
+def read_card(path: Path) -> dict[str, Any] | None:
+    card = path / MODEL_CARD
+    if not card.is_file():
+        return None
+    try:
+        obj = json.loads(card.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise DataError(f"cannot read the model card: {error}", card) from None
+    if not isinstance(obj, dict) or obj.get("format") != CARD_FORMAT:
+        raise DataError(f"not a klue model card (format {CARD_FORMAT!r} expected)", card)
+    return obj
+
+
+def load_encoder(name_or_path: str | Path) -> LoadedEncoder:
+    """The encoder (no pooler) and tokenizer behind `--model`. Seed the RNG first: fresh weights use it."""
+    from transformers import AutoConfig, AutoModel
+
+    local = Path(name_or_path).expanduser()
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise DataError(f"{local}: a model directory needs a config.json (and tokenizer files)", local)
+    tokenizer = load_tokenizer(local if local.is_dir() else name_or_path)
+    if local.is_dir() and (read_card(local) is not None or not has_weights(local)):
+        config = AutoConfig.from_pretrained(str(local))
+        encoder = AutoModel.from_config(config, **_without_pooler(config))
+        source = "from scratch (config only)"
+        if read_card(local) is not None:
+            state = _load_weights(local)
+            encoder_state = {k.removeprefix("encoder."): v for k, v in state.items() if k.startswith("encoder.")}
+            encoder.load_state_dict(encoder_state, strict=True)
+            source = "klue fine-tuned"
+        return LoadedEncoder(encoder, tokenizer, source)
+    config = AutoConfig.from_pretrained(str(name_or_path))
+    encoder = AutoModel.from_pretrained(str(name_or_path), **_without_pooler(config))
+    return LoadedEncoder(encoder, tokenizer, "pretrained")
+
+
+def _load_weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    weights = path / WEIGHTS_FILE
+    if not weights.is_file():
+        raise DataError(f"{path}: no {WEIGHTS_FILE} beside {MODEL_CARD}", path)
+    return load_file(str(weights))
+
+
+def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: dict[str, Any]) -> None:
+    """A directory `klue predict` (and `load_finetuned`) reads back: weights, config, tokenizer, card.
+
+    Written into a temporary sibling and renamed, so a crash never leaves half a model behind."""
+    import os
+    import shutil
+    import tempfile
+
+    from safetensors.torch import save_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    try:
+        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
+        model.config.save_pretrained(str(tmp))  # type: ignore[attr-defined]
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / MODEL_CARD).write_text(json.dumps({"format": CARD_FORMAT, **card}, ensure_ascii=False, indent=2),
+                                      encoding="utf-8")
+        old = path.with_name(f".{path.name}.old")
+        if path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@dataclass
+class FinetunedModel:
+    encoder: nn.Module
+    tokenizer: Any
+    card: dict[str, Any]
+    path: Path
+
+    @property
+    def head(self) -> HeadSpec:
+        return HeadSpec.from_json(self.card["head"])
+
+    def load_weights_into(self, model: nn.Module) -> None:
+        model.load_state_dict(_load_weights(self.path), strict=True)
+
+
+def load_finetuned(path: Path) -> FinetunedModel:
+    """A `save_finetuned` directory: encoder skeleton + tokenizer + card; the caller builds the head (its
+    adapter knows how) and then calls `load_weights_into`."""
+    from transformers import AutoConfig, AutoModel
+
+    card = read_card(path)
+    if card is None:
+        raise DataError(f"{path}: not a fine-tuned klue model (no {MODEL_CARD}); train one with `klue train`",
+                        path)
+    config = AutoConfig.from_pretrained(str(path))
+    encoder = AutoModel.from_config(config, **_without_pooler(config))
+    return FinetunedModel(encoder, load_tokenizer(path), card, path)

@@ -1,0 +1,104 @@
+"""Tiny encoders trained from scratch: a tokenizer trained on the spot and a small config, no download.
+
+    from klue.models.tiny import make_tiny_model_dir
+    make_tiny_model_dir("tiny-bert", arch="bert", texts=sentences)          # WordPiece
+    make_tiny_model_dir("tiny-roberta", arch="roberta", texts=sentences)    # byte-level BPE
+    make_tiny_model_dir("tiny-uni", arch="bert", texts=sentences, tokenizer="unigram")
+
+The directory holds `config.json` and tokenizer files but no weights, so `klue train --model DIR` builds
+the encoder from the config with seeded random weights (training from scratch). Tests and benchmarks use
+it; a real run uses a pretrained model such as `klue/roberta-large` the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+Arch = Literal["bert", "roberta"]
+TokenizerKind = Literal["wordpiece", "bpe", "unigram"]
+
+_SPECIALS: dict[str, dict[str, str]] = {
+    # role -> token text; the order of insertion gives the ids (RoBERTa: <s>=0, <pad>=1, </s>=2 as usual)
+    "bert": {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"},
+    "roberta": {"cls": "<s>", "pad": "<pad>", "sep": "</s>", "unk": "<unk>", "mask": "<mask>"},
+}
+_DEFAULT_TOKENIZER: dict[str, TokenizerKind] = {"bert": "wordpiece", "roberta": "bpe"}
+
+
+def train_tokenizer(texts: Iterable[str], arch: Arch = "bert", kind: TokenizerKind | None = None,
+                    vocab_size: int = 2000, model_max_length: int = 512) -> Any:
+    """A fast tokenizer (`PreTrainedTokenizerFast`) trained on `texts` with the `tokenizers` library."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    kind = kind or _DEFAULT_TOKENIZER[arch]
+    specials = _SPECIALS[arch]
+    special_list = list(specials.values())
+    if kind == "wordpiece":
+        tokenizer = Tokenizer(models.WordPiece(unk_token=specials["unk"]))
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        trainer: Any = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special_list)
+    elif kind == "bpe":
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_list,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    elif kind == "unigram":
+        tokenizer = Tokenizer(models.Unigram())
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+        tokenizer.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=special_list,
+                                          unk_token=specials["unk"])
+    else:
+        raise ValueError(f"unknown tokenizer kind {kind!r}: wordpiece, bpe or unigram")
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.train_from_iterator(list(texts), trainer)
+    cls, sep = specials["cls"], specials["sep"]
+    cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
+    if arch == "roberta":
+        pair = f"{cls} $A {sep} {sep} $B {sep}"
+    else:
+        pair = f"{cls} $A {sep} $B:1 {sep}:1"
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{cls} $A {sep}", pair=pair, special_tokens=[(cls, cls_id), (sep, sep_id)])
+    names = ["input_ids", "token_type_ids", "attention_mask"] if arch == "bert" else ["input_ids", "attention_mask"]
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, model_max_length=model_max_length, model_input_names=names,
+        **{f"{role}_token": token for role, token in specials.items()})
+
+
+def tiny_config(arch: Arch, tokenizer: Any, hidden_size: int = 64, layers: int = 2, heads: int = 2,
+                intermediate_size: int = 128, max_len: int = 512, dropout: float = 0.1) -> Any:
+    from transformers import AutoConfig
+
+    common = dict(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
+                  num_attention_heads=heads, intermediate_size=intermediate_size,
+                  hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                  pad_token_id=tokenizer.pad_token_id)
+    if arch == "roberta":
+        # RoBERTa positions start after the padding index, hence the +2; one token type only.
+        return AutoConfig.for_model("roberta", max_position_embeddings=max_len + 2, type_vocab_size=1,
+                                    bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
+                                    **common)
+    return AutoConfig.for_model("bert", max_position_embeddings=max_len, type_vocab_size=2, **common)
+
+
+def make_tiny_model_dir(out: str | Path, arch: Arch = "bert", texts: Iterable[str] = (),
+                        tokenizer: TokenizerKind | None = None, vocab_size: int = 2000, hidden_size: int = 64,
+                        layers: int = 2, heads: int = 2, intermediate_size: int = 128, max_len: int = 512,
+                        dropout: float = 0.1) -> Path:
+    """Write config.json + tokenizer files (no weights) for a tiny `arch` model; returns the directory."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("make_tiny_model_dir needs texts to train its tokenizer on")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    fast = train_tokenizer(texts, arch, tokenizer, vocab_size=vocab_size, model_max_length=max_len)
+    config = tiny_config(arch, fast, hidden_size, layers, heads, intermediate_size, max_len, dropout)
+    fast.save_pretrained(str(out))
+    config.save_pretrained(str(out))
+    return out

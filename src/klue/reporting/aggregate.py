@@ -1,0 +1,326 @@
+"""From a directory of `results.json` files to rows, statistics over seeds and the leaderboard.
+
+Definitions (docs/results-schema.md repeats them for readers of the report):
+
+- A **row** is one (task, model, protocol, metric mode): the runs that differ only by seed.
+- Per metric, a row reports the **mean over seeds** and the **sample standard deviation** (ddof=1);
+  with one seed there is no standard deviation.
+- A **task score** is, for each seed, the mean of the task's `main_metrics` (SPEC section 1: e.g. NER =
+  mean of entity_macro_f1 and character_macro_f1), then the mean (and std) of those over seeds.
+- The **KLUE score** of a model is the unweighted mean of its task scores over every registered task.
+  A model without an ok row for some task gets no KLUE score; the report shows a **partial** score
+  (mean over the tasks it has, marked "partial k/8") and never ranks it with complete ones.
+- When a model has rows under several protocols for one task, the leaderboard uses the `official` one
+  if there is one, else the protocol with the most seeds (then by name); the others stay in the task
+  sections. A score mixing any non-official protocol is marked as not comparable with the paper.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klue.errors import DataError
+from klue.reporting.reference import REFERENCES, ReferenceRow
+from klue.reporting.schema import Results, read_results
+from klue.tasks.base import Task
+
+RESULTS_FILE = "results.json"
+MANIFEST_FILE = "benchmark.json"
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What the report needs of a task; built from the registry's `Task`."""
+
+    name: str
+    title: str
+    order: int
+    metrics: tuple[str, ...]
+    main_metrics: tuple[str, ...]
+    labels: tuple[str, ...]
+    official_blobs: Mapping[str, str]  # git blob id -> official path (to recognise official files)
+
+    @classmethod
+    def from_task(cls, task: Task[Any, Any]) -> TaskInfo:
+        return cls(task.name, task.title, task.order, tuple(task.metrics), tuple(task.main_metrics),
+                   tuple(task.labels), {f.git_blob: f.path for f in task.files})
+
+
+def task_catalog() -> dict[str, TaskInfo]:
+    """Every registered task, in the paper's order."""
+    from klue import registry
+
+    return {t.name: TaskInfo.from_task(t) for t in registry.all_tasks()}
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A value over seeds: mean, sample std (None with one seed) and the values themselves."""
+
+    mean: float
+    std: float | None
+    values: tuple[float, ...]
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Stat:
+        vals = tuple(float(v) for v in values)
+        if not vals:
+            raise ValueError("a statistic needs at least one value")
+        std = statistics.stdev(vals) if len(vals) > 1 else None
+        return cls(statistics.fmean(vals), std, vals)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    def format(self, digits: int = 2) -> str:
+        if self.std is None:
+            return f"{self.mean:.{digits}f}"
+        return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
+
+
+@dataclass
+class Row:
+    """One (task, model, protocol, metric mode) and its ok runs, one per seed."""
+
+    task: str
+    model: str
+    model_family: str
+    protocol: str
+    protocol_official: bool
+    protocol_description: str
+    metric_mode: str
+    runs: list[tuple[Path, Results]] = field(default_factory=list)
+    failures: list[tuple[Path, Results]] = field(default_factory=list)
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r.seed for _, r in self.runs]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.runs)
+
+    def metric(self, name: str) -> Stat | None:
+        values = [r.scores[name] for _, r in self.runs if name in r.scores]
+        return Stat.of(values) if values else None
+
+    def metric_names(self) -> list[str]:
+        names: dict[str, None] = {}
+        for _, r in self.runs:
+            names.update(dict.fromkeys(r.scores))
+        return list(names)
+
+    def breakdown(self, name: str) -> dict[str, Stat]:
+        values: dict[str, list[float]] = defaultdict(list)
+        for _, r in self.runs:
+            for key, value in r.breakdown.get(name, {}).items():
+                values[key].append(value)
+        return {k: Stat.of(v) for k, v in values.items()}
+
+    def breakdown_names(self) -> list[str]:
+        names: dict[str, None] = {}
+        for _, r in self.runs:
+            names.update(dict.fromkeys(r.breakdown))
+        return list(names)
+
+    def confusion(self) -> dict[str, Any] | None:
+        """Counts summed over seeds (labels in first-seen order, so differing label sets still add)."""
+        matrices = [r.confusion for _, r in self.runs if r.confusion]
+        if not matrices:
+            return None
+        labels: list[str] = []
+        for m in matrices:
+            labels += [x for x in m["labels"] if x not in labels]
+        index = {x: i for i, x in enumerate(labels)}
+        counts = [[0] * len(labels) for _ in labels]
+        for m in matrices:
+            for gold, row in zip(m["labels"], m["counts"]):
+                for pred, count in zip(m["labels"], row):
+                    counts[index[gold]][index[pred]] += count
+        return {"labels": labels, "counts": counts, "n_runs": len(matrices)}
+
+    def task_score(self, main_metrics: Sequence[str]) -> Stat | None:
+        """Per seed the mean of the main metrics, then over seeds; None if a main metric is missing."""
+        per_seed = []
+        for _, r in self.runs:
+            if not all(m in r.scores for m in main_metrics):
+                return None
+            per_seed.append(statistics.fmean(r.scores[m] for m in main_metrics))
+        return Stat.of(per_seed) if per_seed else None
+
+
+@dataclass
+class Entry:
+    """One leaderboard line: a model under one metric mode, with the row it uses for each task."""
+
+    model: str
+    model_family: str
+    metric_mode: str
+    rows: dict[str, Row]  # task -> the row the leaderboard uses
+    task_scores: dict[str, Stat]
+    other_protocols: dict[str, list[str]]  # task -> protocols left to the task sections
+    failed_tasks: dict[str, str]  # task -> error, where no seed of the task succeeded
+    n_tasks: int  # number of registered tasks
+
+    @property
+    def n_scored(self) -> int:
+        return len(self.task_scores)
+
+    @property
+    def complete(self) -> bool:
+        return self.n_scored == self.n_tasks
+
+    @property
+    def official(self) -> bool:
+        return all(row.protocol_official for row in self.rows.values())
+
+    @property
+    def klue_score(self) -> float | None:
+        """Mean of the task scores over every task; None unless the model has all of them."""
+        return self.partial_score if self.complete else None
+
+    @property
+    def partial_score(self) -> float | None:
+        if not self.task_scores:
+            return None
+        return statistics.fmean(s.mean for s in self.task_scores.values())
+
+
+@dataclass
+class Aggregate:
+    root: Path
+    tasks: dict[str, TaskInfo]
+    rows: list[Row]
+    failures: list[tuple[Path, Results]]  # every failed run
+    entries: list[Entry]
+    references: tuple[ReferenceRow, ...]
+    manifest: dict[str, Any] | None
+
+    @property
+    def results(self) -> list[tuple[Path, Results]]:
+        out = [pr for row in self.rows for pr in row.runs] + self.failures
+        return sorted(out, key=lambda pr: str(pr[0]))
+
+    def rows_for(self, task: str) -> list[Row]:
+        return [r for r in self.rows if r.task == task]
+
+    def reference_task_score(self, reference: ReferenceRow, task: str) -> float | None:
+        info = self.tasks[task]
+        scores = reference.scores.get(task, {})
+        if not all(m in scores for m in info.main_metrics):
+            return None
+        return statistics.fmean(scores[m] for m in info.main_metrics)
+
+    def reference_klue_score(self, reference: ReferenceRow) -> float | None:
+        values = [self.reference_task_score(reference, t) for t in self.tasks]
+        return None if any(v is None for v in values) else statistics.fmean(values)  # type: ignore[arg-type]
+
+
+def load_results(root: Path) -> list[tuple[Path, Results]]:
+    """Every `results.json` under `root` (validated; a bad file is a DataError naming it)."""
+    if not root.is_dir():
+        raise DataError(f"{root} is not a directory of benchmark results", root)
+    found = [(p, read_results(p)) for p in sorted(root.rglob(RESULTS_FILE))]
+    if not found:
+        raise DataError(f"no {RESULTS_FILE} under {root}; run `klue benchmark --out {root}` first", root)
+    return found
+
+
+def load_manifest(root: Path) -> dict[str, Any] | None:
+    path = root / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise DataError(f"cannot read the benchmark manifest: {error}", path) from None
+    if not isinstance(obj, dict):
+        raise DataError("the benchmark manifest is not a JSON object", path)
+    return obj
+
+
+def _choose_row(rows: list[Row]) -> Row:
+    return min(rows, key=lambda r: (not r.protocol_official, -len(r.runs), r.protocol))
+
+
+def aggregate(results: Sequence[tuple[Path, Results]], tasks: Mapping[str, TaskInfo], root: Path = Path("."),
+              manifest: dict[str, Any] | None = None,
+              references: tuple[ReferenceRow, ...] = REFERENCES) -> Aggregate:
+    unknown = sorted({r.task for _, r in results} - set(tasks))
+    if unknown:
+        raise DataError(f"results for tasks this klue does not know: {unknown}; known: {list(tasks)}", root)
+    order = {name: i for i, name in enumerate(tasks)}
+    groups: dict[tuple[str, str, str, str], Row] = {}
+    failures: list[tuple[Path, Results]] = []
+    for path, r in results:
+        if r.status != "ok":
+            failures.append((path, r))
+            continue
+        key = (r.task, r.model, r.protocol, r.metric_mode)
+        row = groups.setdefault(key, Row(r.task, r.model, r.model_family, r.protocol, r.protocol_official,
+                                         r.protocol_description, r.metric_mode))
+        row.runs.append((path, r))
+    rows = sorted(groups.values(), key=lambda w: (order[w.task], w.model, w.protocol, w.metric_mode))
+    for row in rows:
+        row.runs.sort(key=lambda pr: pr[1].seed)
+    for path, r in failures:  # a failed seed of a row that has ok seeds is shown with that row
+        for row in rows:
+            if (row.task, row.model, row.metric_mode) == (r.task, r.model, r.metric_mode) and (
+                    r.protocol in (row.protocol, "auto")):
+                row.failures.append((path, r))
+                break
+    entries = _entries(rows, failures, tasks)
+    return Aggregate(root, dict(tasks), rows, failures, entries, references, manifest)
+
+
+def _entries(rows: list[Row], failures: list[tuple[Path, Results]], tasks: Mapping[str, TaskInfo]) -> list[Entry]:
+    by_model: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    families: dict[tuple[str, str], str] = {}
+    for row in rows:
+        by_model[(row.model, row.metric_mode)].append(row)
+        families[(row.model, row.metric_mode)] = row.model_family
+    failed_by_model: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for _, r in failures:
+        failed_by_model[(r.model, r.metric_mode)].setdefault(r.task, r.error or "failed")
+        families.setdefault((r.model, r.metric_mode), r.model_family)
+    entries = []
+    for key in sorted(families):
+        model_rows = by_model.get(key, [])
+        chosen: dict[str, Row] = {}
+        others: dict[str, list[str]] = {}
+        for task in tasks:
+            candidates = [r for r in model_rows if r.task == task]
+            if candidates:
+                chosen[task] = _choose_row(candidates)
+                rest = [r.protocol for r in candidates if r is not chosen[task]]
+                if rest:
+                    others[task] = rest
+        scores = {}
+        for task, row in chosen.items():
+            stat = row.task_score(tasks[task].main_metrics)
+            if stat is not None:
+                scores[task] = stat
+        failed = {t: e for t, e in failed_by_model.get(key, {}).items() if t not in chosen}
+        entries.append(Entry(key[0], families[key], key[1], chosen, scores, others, failed, len(tasks)))
+    return sorted(entries, key=_rank)
+
+
+def _rank(entry: Entry) -> tuple[int, float, str]:
+    """Complete models by KLUE score, then partial ones by their partial score, then the rest."""
+    if entry.klue_score is not None:
+        return (0, -entry.klue_score, entry.model)
+    if entry.partial_score is not None:
+        return (1, -entry.partial_score, entry.model)
+    return (2, 0.0, entry.model)
+
+
+def load_aggregate(root: Path, tasks: Mapping[str, TaskInfo] | None = None) -> Aggregate:
+    """Read and aggregate a benchmark directory (tasks default to the registry)."""
+    return aggregate(load_results(root), task_catalog() if tasks is None else tasks, root, load_manifest(root))

@@ -1,0 +1,172 @@
+"""The leaderboard as one neutral table, rendered as Markdown, as a rich table, or (html.py) as HTML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from klue.reporting.aggregate import Aggregate, Entry, TaskInfo
+
+CellKind = Literal["value", "partial", "failed", "missing", "reference", "text"]
+
+NOT_OFFICIAL_MARK = "†"
+
+
+def metric_label(name: str) -> str:
+    """`entity_macro_f1` -> `entity macro F1`: metric names as people write them."""
+    words = {"f1": "F1", "uas": "UAS", "las": "LAS", "auprc": "AUPRC", "pearsonr": "Pearson r",
+             "rouge": "ROUGE", "w": "W", "acc": "acc.", "em": "EM"}
+    if name == "rouge_w":
+        return "ROUGE-W"
+    if name == "exact_match":
+        return "EM"
+    if name == "joint_goal_acc":
+        return "JGA"
+    return " ".join(words.get(part, part) for part in name.split("_"))
+
+
+def task_label(info: TaskInfo) -> str:
+    return "WoS" if info.name == "wos" else info.name.upper()
+
+
+@dataclass
+class Cell:
+    text: str
+    kind: CellKind = "value"
+    value: float | None = None  # the number behind the text, for bars and sorting
+    title: str = ""  # the longer story, shown on hover
+    official: bool = True
+
+
+@dataclass
+class Line:
+    rank: str
+    model: str
+    family: str
+    protocol: str
+    official: bool
+    score: Cell
+    tasks: list[Cell]
+    reference: bool = False
+    mode: str = "official"
+
+
+@dataclass
+class Leaderboard:
+    tasks: list[TaskInfo]
+    headers: list[str]  # one per task: "NER (entity macro F1 / character macro F1)"
+    lines: list[Line]
+    notes: list[str] = field(default_factory=list)
+
+
+def _task_cell(entry: Entry, info: TaskInfo) -> Cell:
+    row = entry.rows.get(info.name)
+    if row is None:
+        error = entry.failed_tasks.get(info.name)
+        if error:
+            return Cell("failed", "failed", title=error)
+        return Cell("—", "missing", title="not run")
+    stats = [row.metric(m) for m in info.main_metrics]
+    text = " / ".join(s.format() if s else "?" for s in stats)
+    score = entry.task_scores.get(info.name)
+    seeds = ", ".join(map(str, row.seeds))
+    title = (f"{info.title}: {' / '.join(metric_label(m) for m in info.main_metrics)}, mean ± sample std "
+             f"over seeds {seeds}; protocol {row.protocol}: {row.protocol_description}")
+    if info.name in entry.other_protocols:
+        title += f" (also run under {', '.join(entry.other_protocols[info.name])}: see the task section)"
+    if row.failures:
+        title += f"; failed seeds: {', '.join(str(r.seed) for _, r in row.failures)}"
+    if not row.protocol_official:
+        text += NOT_OFFICIAL_MARK
+    return Cell(text, "value", score.mean if score else None, title, row.protocol_official)
+
+
+def _score_cell(entry: Entry) -> Cell:
+    if entry.klue_score is not None:
+        official = entry.official
+        title = f"mean of the {entry.n_tasks} task scores" + ("" if official else
+                                                               "; includes non-official protocols")
+        return Cell(f"{entry.klue_score:.2f}" + ("" if official else NOT_OFFICIAL_MARK), "value",
+                    entry.klue_score, title, official)
+    if entry.partial_score is not None:
+        return Cell(f"{entry.partial_score:.2f} (partial {entry.n_scored}/{entry.n_tasks})", "partial",
+                    entry.partial_score,
+                    f"partial: mean over {entry.n_scored} of {entry.n_tasks} tasks, not a KLUE score",
+                    entry.official)
+    return Cell("—", "missing", title="no task succeeded")
+
+
+def _protocol_text(entry: Entry) -> str:
+    protocols = sorted({r.protocol for r in entry.rows.values()}, key=lambda p: (p != "official", p))
+    return ", ".join(protocols) if protocols else "—"
+
+
+def build_leaderboard(agg: Aggregate) -> Leaderboard:
+    tasks = list(agg.tasks.values())
+    headers = [f"{task_label(t)} ({' / '.join(metric_label(m) for m in t.main_metrics)})" for t in tasks]
+    lines = []
+    for i, entry in enumerate(agg.entries, start=1):
+        rank = str(i) if entry.klue_score is not None else ""
+        lines.append(Line(rank, entry.model, entry.model_family, _protocol_text(entry), entry.official,
+                          _score_cell(entry), [_task_cell(entry, t) for t in tasks], mode=entry.metric_mode))
+    for ref in agg.references:
+        cells = []
+        for t in tasks:
+            scores = ref.scores.get(t.name, {})
+            values = [scores.get(m) for m in t.main_metrics]
+            text = " / ".join("?" if v is None else f"{v:.2f}" for v in values)
+            cells.append(Cell(text, "reference", agg.reference_task_score(ref, t.name), ref.source))
+        total = agg.reference_klue_score(ref)
+        score = Cell("—" if total is None else f"{total:.2f}", "reference", total,
+                     "mean of the paper's task scores, computed here the same way")
+        lines.append(Line("", f"{ref.model} (paper)", "reference", "official", True, score, cells,
+                          reference=True))
+    notes = [
+        ("Values: mean ± sample standard deviation over seeds, 0-100. A task score is the mean of the task's "
+        "main metrics; the KLUE score is the mean of the task scores over all "
+        f"{len(tasks)} tasks (a model missing a task gets only a partial score, unranked)."),
+        (f"{NOT_OFFICIAL_MARK} not the official protocol (trained or evaluated on a local split): not "
+        "comparable with the paper."),
+        f"Reference: {'; '.join(r.model + ' — ' + r.source for r in agg.references)}.",
+    ]
+    return Leaderboard(tasks, headers, lines, notes)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def to_markdown(board: Leaderboard) -> str:
+    head = ["#", "Model", "Protocol", "KLUE score", *board.headers]
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---", "---", "---", "---:"] +
+                                                           ["---:"] * len(board.headers)) + "|"]
+    for line in board.lines:
+        model = f"*{line.model}*" if line.reference else f"**{line.model}**"
+        if line.mode != "official":
+            model += f" ({line.mode} metrics)"
+        cells = [line.rank, model, line.protocol, line.score.text, *[c.text for c in line.tasks]]
+        out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    out.append("")
+    out += [f"- {note}" for note in board.notes]
+    return "\n".join(out) + "\n"
+
+
+def to_rich(board: Leaderboard) -> object:
+    """A `rich.table.Table` (imported here: rich is a core dependency, but only the CLI prints)."""
+    from rich.table import Table
+
+    table = Table(title="KLUE leaderboard (dev)", caption="\n".join(board.notes), caption_justify="left",
+                  header_style="bold", show_lines=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("Model", style="bold")
+    table.add_column("Protocol")
+    table.add_column("KLUE", justify="right")
+    for t in board.tasks:
+        table.add_column(task_label(t), justify="right")
+    styles = {"failed": "red", "missing": "dim", "partial": "italic", "reference": "dim italic"}
+    for line in board.lines:
+        cells = [line.rank, line.model, line.protocol, line.score, *line.tasks]
+        rendered = [c if isinstance(c, str) else
+                    (f"[{styles[c.kind]}]{c.text}[/]" if c.kind in styles else c.text) for c in cells]
+        table.add_row(*rendered, style="dim" if line.reference else None)
+    return table

@@ -1,0 +1,362 @@
+"""KLUE-WoS (Wizard of Seoul): dialogue state tracking, scored by joint goal accuracy and the official
+"slot micro F1" (a mean of per-turn F1).
+
+File format (SPEC section 1): a JSON list of dialogues `{guid, domains, dialogue: [{role: user|sys,
+text, state?}]}`; every user turn carries the cumulative state, a list of `domain-slot-value` strings,
+and system turns carry none. `ontology.json` maps the 45 `domain-slot` keys to their value lists.
+
+Records: the unit of prediction and scoring is the user turn, so the task's records are `WosTurn`s,
+one per user turn, guid `<dialogue guid>-<k>` with k the 0-based index among the dialogue's user
+turns. Each turn holds a reference to its whole `WosDialogue` (shared, not copied), from which its
+history, text and state are read; `group_key` is the dialogue guid, so a local split never separates a
+dialogue's turns. `read_dialogues` gives the dialogues themselves, `expand_turns` turns them into
+examples and `dialogues_of` collects them back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klue.data.formats import check_unique_guids, load_json
+from klue.data.protocols import FileProtocol, FileRef
+from klue.errors import ProblemLog
+from klue.metrics.report import MetricMode, MetricReport
+from klue.registry import register
+from klue.tasks._common import (
+    Fields,
+    check_aligned,
+    describe,
+    guid_locations,
+    item_path,
+    load_json_list,
+    prediction_fields,
+    read_relative,
+)
+from klue.tasks.base import ArchiveFile, OfficialFile, Task
+
+ROLES: tuple[str, ...] = ("user", "sys")
+ONTOLOGY_FILE = "ontology.json"
+# The 45 domain-slot keys of the official ontology.json, in its order (used when no ontology file sits
+# next to the data).
+DEFAULT_SLOTS: tuple[str, ...] = (
+    "관광-경치 좋은", "관광-교육적", "관광-도보 가능", "관광-문화 예술", "관광-역사적", "관광-이름", "관광-종류",
+    "관광-주차 가능", "관광-지역", "숙소-가격대", "숙소-도보 가능", "숙소-수영장 유무", "숙소-스파 유무",
+    "숙소-예약 기간", "숙소-예약 명수", "숙소-예약 요일", "숙소-이름", "숙소-인터넷 가능", "숙소-조식 가능",
+    "숙소-종류", "숙소-주차 가능", "숙소-지역", "숙소-헬스장 유무", "숙소-흡연 가능", "식당-가격대",
+    "식당-도보 가능", "식당-야외석 유무", "식당-예약 명수", "식당-예약 시간", "식당-예약 요일", "식당-이름",
+    "식당-인터넷 가능", "식당-종류", "식당-주류 판매", "식당-주차 가능", "식당-지역", "식당-흡연 가능",
+    "지하철-도착지", "지하철-출발 시간", "지하철-출발지", "택시-도착 시간", "택시-도착지", "택시-종류",
+    "택시-출발 시간", "택시-출발지",
+)
+DOMAINS: tuple[str, ...] = ("관광", "숙소", "식당", "지하철", "택시")
+_DIALOGUE_FIELDS = frozenset({"guid", "domains", "dialogue"})
+_UTTERANCE_FIELDS = frozenset({"role", "text", "state"})
+
+
+@dataclass(frozen=True)
+class WosUtterance:
+    role: str  # "user" or "sys"
+    text: str
+    state: tuple[str, ...] | None  # user turns: the cumulative state; sys turns: None
+
+
+@dataclass(frozen=True)
+class WosDialogue:
+    """One dialogue with every field of the official file."""
+
+    guid: str
+    domains: tuple[str, ...]
+    dialogue: tuple[WosUtterance, ...]
+
+    @property
+    def user_positions(self) -> tuple[int, ...]:
+        return tuple(i for i, u in enumerate(self.dialogue) if u.role == "user")
+
+
+@dataclass(frozen=True)
+class WosTurn:
+    """One user turn: the example predictions and metrics count."""
+
+    guid: str  # "<dialogue guid>-<k>"
+    dialogue_guid: str
+    turn_index: int  # k: 0-based among the dialogue's user turns
+    utterance_index: int  # position of this user utterance in `dialogue.dialogue`
+    dialogue: WosDialogue = field(repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        return self.dialogue.dialogue[self.utterance_index].text
+
+    @property
+    def state(self) -> tuple[str, ...]:
+        state = self.dialogue.dialogue[self.utterance_index].state
+        assert state is not None  # the reader guarantees user turns carry a state
+        return state
+
+    @property
+    def history(self) -> tuple[WosUtterance, ...]:
+        """The utterances before this user turn (user and system alternating)."""
+        return self.dialogue.dialogue[:self.utterance_index]
+
+    @property
+    def system_text(self) -> str:
+        """The system utterance right before this turn ("" at the first turn)."""
+        before = self.history
+        return before[-1].text if before and before[-1].role == "sys" else ""
+
+    @property
+    def previous_state(self) -> tuple[str, ...]:
+        """The state at the previous user turn (() at the first)."""
+        for utterance in reversed(self.history):
+            if utterance.role == "user" and utterance.state is not None:
+                return utterance.state
+        return ()
+
+    @property
+    def domains(self) -> tuple[str, ...]:
+        return self.dialogue.domains
+
+
+@dataclass(frozen=True)
+class WosPrediction:
+    guid: str
+    state: tuple[str, ...]
+
+
+def split_state_item(item: str) -> tuple[str, str, str] | None:
+    """`domain-slot-value` -> (domain, slot, value); None when the string has not that shape. Domains and
+    slots never contain `-`; values may."""
+    parts = item.split("-", 2)
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+def state_problem(item: str, slots: frozenset[str]) -> str | None:
+    """Why a state string is not valid, or None."""
+    parts = split_state_item(item)
+    if parts is None:
+        return f"state item {item!r} is not `domain-slot-value`"
+    key = f"{parts[0]}-{parts[1]}"
+    if key not in slots:
+        return f"state item {item!r} names the slot {key!r}, which is not in the ontology"
+    return None
+
+
+def read_ontology(path: Path, log: ProblemLog) -> dict[str, tuple[str, ...]] | None:
+    """`ontology.json`: an object mapping `domain-slot` keys to lists of value strings."""
+    data = load_json(path, log)
+    if data is None:
+        return None
+    fields = Fields(data, "$", log)
+    ontology = {}
+    for key in fields.data:
+        values = fields.str_list(key)
+        if len(key.split("-")) != 2:
+            fields.fail(fields.at(key), f"ontology key {key!r} is not `domain-slot`")
+        if values is not None:
+            ontology[key] = values
+    if not fields.data and fields.ok:
+        log.error(location="$", message="the ontology is empty")
+        return None
+    return ontology if fields.ok else None
+
+
+def slots_for(path: Path, log: ProblemLog) -> frozenset[str]:
+    """The slot keys of the ontology next to a data file when present, else the official 45."""
+    beside = read_relative(path, ONTOLOGY_FILE)
+    if beside is None:
+        return frozenset(DEFAULT_SLOTS)
+    ontology_log = ProblemLog(str(beside))
+    ontology = read_ontology(beside, ontology_log)
+    log.problems.extend(ontology_log.problems)
+    return frozenset(ontology) if ontology is not None else frozenset(DEFAULT_SLOTS)
+
+
+def _state(fields: Fields, slots: frozenset[str]) -> tuple[str, ...] | None:
+    state = fields.str_list("state")
+    if state is None:
+        return None
+    seen: dict[str, int] = {}
+    for i, item in enumerate(state):
+        problem = state_problem(item, slots)
+        if problem is not None:
+            fields.fail(f"{fields.at('state')}[{i}]", problem)
+            continue
+        domain, slot, _ = split_state_item(item)  # type: ignore[misc]  # checked by state_problem
+        key = f"{domain}-{slot}"
+        if key in seen:
+            fields.log.warning(f"{fields.at('state')}[{i}]", f"slot {key!r} appears twice in one state "
+                               f"(first at [{seen[key]}])")
+        else:
+            seen[key] = i
+    return state if fields.ok else None
+
+
+def dialogue_from(fields: Fields, slots: Iterable[str], empty_sys_state_ok: bool = False) -> WosDialogue | None:
+    """A dialogue object checked: roles, states on user turns only, state strings against `slots`.
+
+    `empty_sys_state_ok`: accept `state: []` on system turns (the Hugging Face copy stores one).
+    """
+    slot_set = frozenset(slots)
+    guid = fields.str("guid", nonempty=True)
+    domains = fields.str_list("domains")
+    if domains is not None:
+        unknown = [d for d in domains if d not in DOMAINS]
+        if unknown:
+            fields.log.warning(fields.at("domains"), f"unusual domains {unknown} (official: {', '.join(DOMAINS)})")
+    utterances: list[WosUtterance] = []
+    items = fields.items("dialogue")
+    if items is not None and not items:
+        fields.fail(fields.at("dialogue"), "the dialogue has no turns")
+    for turn in items or []:
+        role = turn.str("role")
+        text = turn.str("text")
+        turn.warn_unknown(_UTTERANCE_FIELDS)
+        state: tuple[str, ...] | None = None
+        if role == "user":
+            if not turn.has("state"):
+                turn.fail(turn.at("state"), "a user turn has no `state`")
+            else:
+                state = _state(turn, slot_set)
+        elif role == "sys":
+            if turn.has("state") and not (empty_sys_state_ok and turn.data["state"] == []):
+                turn.fail(turn.at("state"), f"a system turn must not carry a state, found "
+                          f"{describe(turn.data['state'])}")
+        elif role is not None:
+            turn.fail(turn.at("role"), f"`role` must be user or sys, found {role!r}")
+        if turn.ok and role is not None and text is not None:
+            utterances.append(WosUtterance(role, text, state))
+    if items is not None and items and not any(u.role == "user" for u in utterances) and fields.ok:
+        fields.fail(fields.at("dialogue"), "the dialogue has no user turn")
+    fields.warn_unknown(_DIALOGUE_FIELDS)
+    if not fields.ok or guid is None or domains is None:
+        return None
+    return WosDialogue(guid, domains, tuple(utterances))
+
+
+def read_dialogues(path: Path, log: ProblemLog) -> list[WosDialogue]:
+    """Read an official WoS JSON file as dialogues (slots checked against the ontology next to the file,
+    else the official 45 keys); every problem goes to `log` with its JSON path."""
+    items = load_json_list(path, log, "WoS dialogues")
+    if items is None:
+        return []
+    slots = slots_for(path, log)
+    dialogues = []
+    for index, item in enumerate(items):
+        dialogue = dialogue_from(Fields(item, item_path("$", index), log), slots)
+        if dialogue is not None:
+            dialogues.append(dialogue)
+    check_unique_guids(guid_locations(items), log)
+    return dialogues
+
+
+def turn_guid(dialogue_guid: str, k: int) -> str:
+    return f"{dialogue_guid}-{k}"
+
+
+def expand_turns(dialogues: Iterable[WosDialogue]) -> list[WosTurn]:
+    """One example per user turn, guid `<dialogue guid>-<k>` (k 0-based among user turns)."""
+    return [WosTurn(turn_guid(d.guid, k), d.guid, k, position, d)
+            for d in dialogues for k, position in enumerate(d.user_positions)]
+
+
+def dialogues_of(turns: Iterable[WosTurn]) -> list[WosDialogue]:
+    """The dialogues the turns come from, each once, in first-seen order."""
+    seen: dict[str, WosDialogue] = {}
+    for turn in turns:
+        seen.setdefault(turn.dialogue_guid, turn.dialogue)
+    return list(seen.values())
+
+
+def read(path: Path, log: ProblemLog) -> list[WosTurn]:
+    """Read an official WoS JSON file as turn examples (see `read_dialogues`)."""
+    return expand_turns(read_dialogues(path, log))
+
+
+def to_json(dialogue: WosDialogue) -> dict[str, Any]:
+    turns = []
+    for u in dialogue.dialogue:
+        turn: dict[str, Any] = {"role": u.role, "text": u.text}
+        if u.state is not None:
+            turn["state"] = list(u.state)
+        turns.append(turn)
+    return {"guid": dialogue.guid, "domains": list(dialogue.domains), "dialogue": turns}
+
+
+def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> WosPrediction | None:
+    """`state` a list of strings. Items that are not `domain-slot-value` over the official slots are
+    warnings, not errors: the metric scores them as ordinary false positives."""
+    fields = prediction_fields(obj, log, location)
+    if fields is None:
+        return None
+    state = fields.str_list("state")
+    if not fields.ok or state is None:
+        return None
+    slots = frozenset(DEFAULT_SLOTS)
+    problems = [p for p in (state_problem(item, slots) for item in state) if p is not None]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        log.warning(location, f"{obj['guid']}: {problems[0]}{more}; scored as false positives")
+    return WosPrediction(obj["guid"], state)
+
+
+def prediction_to_json(prediction: WosPrediction) -> dict[str, Any]:
+    return {"guid": prediction.guid, "state": list(prediction.state)}
+
+
+def gold_prediction(record: WosTurn) -> WosPrediction:
+    return WosPrediction(record.guid, record.state)
+
+
+def evaluate(golds: Sequence[WosTurn], preds: Sequence[WosPrediction], mode: MetricMode) -> MetricReport:
+    from klue.metrics import wos as wos_metric
+
+    check_aligned("wos", [g.guid for g in golds], [p.guid for p in preds])
+    return wos_metric.compute([list(g.state) for g in golds], [list(p.state) for p in preds], mode=mode)
+
+
+WOS_DEV_SAMPLE10 = FileProtocol(
+    name="local:wos-dev-sample10",
+    train=FileRef("extra", "klue-partial/wos-v1.1/wos-v1.1_dev_sample_10.json"),
+    eval=FileRef("extra", "klue-partial/wos-v1.1/wos-v1.1_dev_sample_10.json"),
+    reader=read,
+    description="local protocol, not official: the 10 real dialogues of the official WoS v1.1 dev sample "
+                "serve as BOTH train and eval (train = eval, 76 user turns), which is only meaningful for a "
+                "rule or ontology tracker that fits nothing; not comparable with the official dev score",
+)
+
+
+TASK: Task[WosTurn, WosPrediction] = register(Task(
+    name="wos",
+    aliases=("klue-wos", "wos-v1.1", "klue-wos-v1.1", "dst", "klue-dst"),
+    title="Dialogue State Tracking",
+    order=8,
+    version="1",
+    files=(
+        OfficialFile("train", "wos-v1.1/wos-v1.1_train.json", "0a017e06c2daaf6e3855a9ccfda25dac1d666f71"),
+        OfficialFile("dev", "wos-v1.1/wos-v1.1_dev.json", "f0564e4c981ce85a4bd4b5cf1e211800211d8541"),
+        OfficialFile("resource", "wos-v1.1/ontology.json", "a5c85005318277228c8cd842bf4a3e2d52b7fa61", 43539),
+    ),
+    sizes={"train": 8000, "dev": 1000},  # dialogues (SPEC section 1); examples are user turns
+    labels=(),  # no label set; the slot keys are DEFAULT_SLOTS / ontology.json
+    metrics=("joint_goal_acc", "slot_micro_f1"),
+    main_metrics=("joint_goal_acc", "slot_micro_f1"),
+    record_type=WosTurn,
+    prediction_type=WosPrediction,
+    read=read,
+    guid=lambda r: r.guid,
+    group_key=lambda r: r.dialogue_guid,
+    gold_prediction=gold_prediction,
+    parse_prediction=parse_prediction,
+    prediction_to_json=prediction_to_json,
+    evaluate=evaluate,
+    v1_archive=ArchiveFile(
+        "https://aistages-prod-server-public.s3.amazonaws.com/app/Competitions/000073/data/wos-v1.tar.gz",
+        "da17829300271560afc6e7fc330503c2ca6f7ae7721d9bb94308579542a5871f", 4785657),
+    protocols={WOS_DEV_SAMPLE10.name: WOS_DEV_SAMPLE10},
+    default_local_protocol="local:wos-dev-sample10",
+))

@@ -1,0 +1,95 @@
+"""Adapters bind a task to the training engine: records -> features, the head, model outputs -> predictions.
+
+One module per task, `klue.training.adapters.<task.name>`, found by `get_adapter(task)` through importlib
+(there is no list of task names here). A module exposes `make_adapter(task) -> Adapter`. The engine only
+calls the methods below, so a task with a custom head (entity markers, biaffine arcs, spans, a generator),
+a custom collate (extra tensors) or several outputs per feature plugs in by overriding them.
+
+Predictions are built through the task's own `parse_prediction` from SPEC section 3 JSON objects, and gold
+labels are read from `prediction_to_json(gold_prediction(record))`: adapters depend on the prediction
+file schema, not on the field names of the task's dataclasses.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from klue.errors import DataError, ProblemLog
+from klue.models.heads import HeadOutput, HeadSpec, build_head
+from klue.tasks.base import Task
+from klue.training.collate import collate_features
+from klue.training.features import Feature, FeaturizeContext
+
+
+class Adapter(ABC):
+    """What the engine needs from a task. Subclasses implement `head_spec`, `featurize` and `decode`."""
+
+    def __init__(self, task: Task[Any, Any]) -> None:
+        self.task = task
+
+    @abstractmethod
+    def head_spec(self, dropout: float | None) -> HeadSpec:
+        """The head this task trains (kind and label names in output order)."""
+
+    def build_model(self, encoder: nn.Module, spec: HeadSpec) -> nn.Module:
+        """Encoder + head; override for a custom head. Called again with the saved spec at load time."""
+        return build_head(encoder, spec)
+
+    @abstractmethod
+    def featurize(self, records: Sequence[Any], ctx: FeaturizeContext) -> list[Feature]:
+        """Features for `records` (labels included when the records carry gold; never truncating
+        silently: a task whose inputs may exceed max_len windows them or says what it cut)."""
+
+    def collate(self, features: Sequence[Feature], ctx: FeaturizeContext, with_labels: bool,
+                pad_to_multiple_of: int | None = None) -> dict[str, torch.Tensor]:
+        """Model inputs for one batch; the keys are passed to the model as keyword arguments."""
+        return collate_features(features, ctx.tokenizer.pad_token_id, with_labels, pad_to_multiple_of)
+
+    def to_host(self, output: HeadOutput, batch: Mapping[str, torch.Tensor],
+                features: Sequence[Feature]) -> list[Any]:
+        """One host-side (numpy) output per feature of the batch; they cross processes by pickling, so
+        keep them small (e.g. argmax ids rather than full logits where the decoder needs no more)."""
+        logits = output.logits.float().cpu().numpy()
+        if logits.ndim == 3:  # per-token outputs: drop the padding
+            return [logits[i, : len(f)] for i, f in enumerate(features)]
+        return list(logits)
+
+    @abstractmethod
+    def decode(self, records: Sequence[Any], features: Sequence[Feature], outputs: Sequence[Any]) -> list[Any]:
+        """One prediction (the task's prediction type) per record, in record order."""
+
+    # Helpers for subclasses ------------------------------------------------------------------------
+    def gold_json(self, record: Any) -> dict[str, Any]:
+        return self.task.prediction_to_json(self.task.gold_prediction(record))
+
+    def prediction(self, obj: dict[str, Any]) -> Any:
+        """A prediction object from its SPEC JSON form, checked by the task's own parser."""
+        log = ProblemLog(f"{self.task.name} decoder")
+        parsed = self.task.parse_prediction(obj, log, obj.get("guid", ""))
+        log.raise_if_errors()
+        if parsed is None:
+            raise DataError(f"{self.task.name}: the decoder made an invalid prediction: {obj}")
+        return parsed
+
+
+def get_adapter(task: Task[Any, Any]) -> Adapter:
+    """The adapter of `task`, from `klue.training.adapters.<task.name>`."""
+    module_name = f"{__name__}.{task.name}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name:
+            raise
+        raise DataError(f"task {task.name!r} has no fine-tuning adapter yet (no module {module_name})") from None
+    return module.make_adapter(task)
+
+
+def argmax_rows(outputs: Sequence[np.ndarray]) -> list[int]:
+    return [int(np.argmax(row)) for row in outputs]

@@ -1,0 +1,101 @@
+"""Resumable checkpoints: accelerate's `save_state` (model, optimizer, scheduler, scaler, per-process RNG
+states) plus `klue_state.json` (step counter, best score, learning curve, time spent, run fingerprint).
+
+Layout under the run's output directory:
+    checkpoints/step-00000120/   one accelerate state + klue_state.json
+    checkpoints/LATEST           the name of the newest complete checkpoint, replaced atomically
+A checkpoint only becomes LATEST once fully written, so a crash while saving leaves the previous one.
+The data position needs no state of its own: the batch order is a pure function of (seed, epoch) and
+the step counter says where in it the run was (klue.training.sampling).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from klue.errors import DataError
+
+CHECKPOINTS = "checkpoints"
+LATEST = "LATEST"
+STATE_FILE = "klue_state.json"
+
+
+@dataclass
+class TrainState:
+    step: int = 0  # optimizer steps done
+    best_score: float | None = None
+    best_step: int | None = None
+    learning_curve: list[dict[str, float]] = field(default_factory=list)
+    train_time_s: float = 0.0  # time in training steps (evaluation excluded), over all sessions
+    examples_seen: int = 0
+    fingerprint: str = ""  # what the run is (model, data, hyper-parameters, seed): resume only the same run
+    resumed_from: list[int] = field(default_factory=list)  # steps at which earlier sessions stopped
+
+
+def fingerprint(obj: Any) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def latest_checkpoint(out_dir: Path) -> Path | None:
+    pointer = out_dir / CHECKPOINTS / LATEST
+    if not pointer.is_file():
+        return None
+    path = out_dir / CHECKPOINTS / pointer.read_text(encoding="utf-8").strip()
+    if not (path / STATE_FILE).is_file():
+        raise DataError(f"{pointer} names {path.name}, which is not a complete checkpoint; delete "
+                        f"{out_dir / CHECKPOINTS} to start over", pointer)
+    return path
+
+
+def read_state(path: Path) -> TrainState:
+    obj = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+    return TrainState(**obj)
+
+
+def checkpoint_dir(out_dir: Path, step: int) -> Path:
+    return out_dir / CHECKPOINTS / f"step-{step:08d}"
+
+
+def save(accelerator: Any, out_dir: Path, state: TrainState) -> Path:
+    """Every process calls this (accelerate writes each process's RNG state)."""
+    path = checkpoint_dir(out_dir, state.step)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process and path.exists():
+        shutil.rmtree(path)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(path))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        tmp = path / f".{STATE_FILE}.tmp"
+        tmp.write_text(json.dumps(asdict(state), indent=1), encoding="utf-8")
+        os.replace(tmp, path / STATE_FILE)
+        pointer_tmp = out_dir / CHECKPOINTS / f".{LATEST}.tmp"
+        pointer_tmp.write_text(path.name, encoding="utf-8")
+        os.replace(pointer_tmp, out_dir / CHECKPOINTS / LATEST)
+        for old in (out_dir / CHECKPOINTS).glob("step-*"):
+            if old.is_dir() and old.name != path.name:
+                shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return path
+
+
+def load(accelerator: Any, path: Path, expected_fingerprint: str) -> TrainState:
+    state = read_state(path)
+    if state.fingerprint != expected_fingerprint:
+        raise DataError(f"{path} is a checkpoint of a different run (model, data, recipe or seed differ); use "
+                        "another --output directory, or resume=false to start this one over", path)
+    accelerator.load_state(str(path))
+    return state
+
+
+def remove_all(accelerator: Any, out_dir: Path) -> None:
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        shutil.rmtree(out_dir / CHECKPOINTS, ignore_errors=True)
+    accelerator.wait_for_everyone()

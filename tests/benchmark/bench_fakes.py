@@ -1,0 +1,63 @@
+"""A tiny fake model family and cell runners for the runner tests (module-level: workers unpickle them).
+
+`counting_cell` stands for a whole cell (no data, no model): it logs each call to a file, so tests can
+count calls across processes, and raises KeyboardInterrupt or an error on request through marker files.
+`oracle_family` is a real, if trivial, model family: it predicts each evaluation record's gold answer,
+writes predictions.jsonl and scores them with the task's official metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from klue.benchmark.cells import CellSpec
+from klue.errors import DataError
+from klue.reporting.schema import Results, metric_fields
+from klue.tasks.base import ProtocolData, Task
+
+INTERRUPT_MARK = "interrupt-at"  # file in the benchmark dir holding "<task>/seed<k>"
+FAIL_MARK = "fail-task"  # file in the benchmark dir holding a task name
+
+
+def benchmark_dir(spec: CellSpec) -> Path:
+    return spec.path.parents[2]
+
+
+def calls(out: Path) -> list[str]:
+    return sorted(p.read_text() for p in (out / "calls").glob("*"))
+
+
+def counting_cell(spec: CellSpec) -> Results:
+    out = benchmark_dir(spec)
+    interrupt = out / INTERRUPT_MARK
+    if interrupt.is_file() and interrupt.read_text() == f"{spec.task}/seed{spec.seed}":
+        raise KeyboardInterrupt
+    (out / "calls").mkdir(exist_ok=True)
+    (out / "calls" / uuid.uuid4().hex).write_text(f"{spec.task}/{spec.model}/seed{spec.seed}")
+    fail = out / FAIL_MARK
+    if fail.is_file() and fail.read_text() == spec.task:
+        raise DataError(f"{spec.task}: the dev file is not in {out}")
+    time.sleep(0.05)
+    (spec.path / "predictions.jsonl").write_text('{"guid": "x"}\n')
+    return Results(task=spec.task, task_version="1", model=spec.model, model_family="fake", seed=spec.seed,
+                   protocol="local:dev-80-20", protocol_official=False, protocol_description="fake cell",
+                   metric_mode=spec.mode, scores={"score": 50.0 + spec.seed}, predictions_file="predictions.jsonl")
+
+
+def oracle_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
+                  mode: str, overrides: Mapping[str, Any]) -> Results:
+    predictions = [task.gold_prediction(r) for r in protocol_data.eval]
+    with (out_dir / "predictions.jsonl").open("w", encoding="utf-8") as handle:
+        for p in predictions:
+            handle.write(json.dumps(task.prediction_to_json(p), ensure_ascii=False) + "\n")
+    report = task.evaluate(protocol_data.eval, predictions, mode)  # type: ignore[arg-type]
+    return Results(task=task.name, task_version=task.version, model=model, model_family="oracle", seed=seed,
+                   protocol=protocol_data.protocol, protocol_official=protocol_data.official,
+                   protocol_description=protocol_data.description, metric_mode=mode,
+                   n_train=len(protocol_data.train), predictions_file="predictions.jsonl", recipe="gold answers",
+                   **metric_fields(report))

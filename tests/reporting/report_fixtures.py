@@ -1,0 +1,44 @@
+"""Builders of fixture Results for the report tests (no model is trained)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from klue.reporting.schema import Results
+from klue.tasks.base import Task
+
+ENCODER = "klue/roberta-small"
+PARTIAL = "tiny-bert"
+
+
+def fixture_results(task: Task[Any, Any], model: str, seed: int, official: bool, rng: random.Random) -> Results:
+    """Plausible scores with every optional part filled: confusion, breakdowns, learning curve."""
+    base = 55.0 if model == "classic" else 75.0
+    scores = {m: round(base + 10 * rng.random() + (5 if i else 0), 3) for i, m in enumerate(task.metrics)}
+    labels = list(task.labels)
+    breakdown: dict[str, dict[str, float]] = {}
+    confusion = None
+    if labels and len(labels) <= 10:
+        counts = [[(40 if i == j else rng.randint(0, 6)) for j in range(len(labels))] for i in range(len(labels))]
+        confusion = {"labels": labels, "counts": counts}
+        breakdown["f1_per_class"] = {x: round(40 + 50 * rng.random(), 3) for x in labels}
+    else:
+        breakdown["per_question_type"] = {f"{k}/{m}": round(30 + 60 * rng.random(), 3)
+                                          for k in (1, 2, 3) for m in task.metrics[:2]}
+    curve = []
+    if model != "classic":
+        curve = [{"step": float(s), "loss": 2.0 / (1 + s / 50) + 0.05 * rng.random()} for s in range(0, 301, 50)]
+        curve += [{"step": float(s), task.key_metric: base * (1 - 0.5 / (1 + s / 60))} for s in (100, 200, 300)]
+    protocol = "official" if official else "local:dev-80-20"
+    return Results(
+        task=task.name, task_version=task.version, model=model, model_family="classic" if model == "classic"
+        else "encoder", seed=seed, protocol=protocol, protocol_official=official,
+        protocol_description="official train → official dev" if official else "dev split 80/20 by group hash",
+        metric_mode="official", scores=scores, breakdown=breakdown, confusion=confusion, n_train=800,
+        n_eval=200, recipe="tfidf-logreg" if model == "classic" else "paper", hyperparameters={"lr": 5e-5},
+        data_sources=[{"path": f.path, "git_blob": f.git_blob, "n_examples": 100, "used_as": f.role}
+                      for f in task.files[:2]],
+        learning_curve=curve, wall_time_s=12.5, library_versions={"klue": "0.1.0", "numpy": "2"},
+        git_revision="0" * 40, created_at="2025-01-01T00:00:00+00:00", predictions_file="predictions.jsonl",
+    )

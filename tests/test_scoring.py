@@ -1,0 +1,212 @@
+"""klue.scoring: prediction shapes, alignment by guid, validation messages, gold -> maximum."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from klue import registry
+from klue.errors import DataError
+from klue.scoring import read_label_list, result_to_json, score_files
+
+CASES = "scoring-cases"
+
+
+def _write_jsonl(path: Path, objects: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects), encoding="utf-8")
+    return path
+
+
+def _gold_jsonl(task_name: str, gold: Path, out: Path, gold_format: str | None = None) -> tuple[Path, list[Any]]:
+    from klue.scoring import read_gold
+
+    task = registry.get(task_name)
+    records, _ = read_gold(task, gold, gold_format)
+    objects = [task.prediction_to_json(task.gold_prediction(r)) for r in records]
+    return _write_jsonl(out, objects), objects
+
+
+def _real_golds(klue: Path, shared: Path) -> list[tuple[str, Path, str | None]]:
+    return [
+        ("nli", klue / "klue-nli-v1.1/klue-nli-v1.1_dev.json", None),
+        ("sts", klue / "klue-sts-v1.1/klue-sts-v1.1_dev.json", None),
+        ("ner", klue / "klue-ner-v1.1/klue-ner-v1.1_dev.tsv", None),
+        ("dp", klue / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv", None),
+        ("ynat", shared / CASES / "ynat/gold.json", None),
+        ("re", shared / CASES / "re/gold.json", None),
+        ("mrc", shared / CASES / "mrc/gold.json", None),
+        ("mrc", shared / CASES / "mrc/gold_edge.json", "unchecked-offsets"),
+        ("wos", shared / CASES / "wos/gold.json", None),
+        ("wos", shared / CASES / "wos/gold_edge.json", None),
+    ]
+
+
+def test_gold_as_predictions_scores_the_maximum(klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
+    for name, gold, gold_format in _real_golds(klue_data_dir, shared_data_dir):
+        predictions, _ = _gold_jsonl(name, gold, tmp_path / f"{name}.jsonl", gold_format)
+        for mode in ("official", "corrected"):
+            result = score_files(registry.get(name), gold, predictions, mode, gold_format=gold_format)
+            scores = result.report.scores
+            if name == "re":  # AUPRC of a one-hot prediction is 100 only for classes present in gold
+                assert scores["micro_f1"] == 100.0
+                if mode == "corrected":
+                    assert scores["auprc"] == pytest.approx(100.0)
+                continue
+            assert all(v == pytest.approx(100.0) for v in scores.values()), (name, mode, scores)
+            assert result.report.mode == mode and result.prediction_format == "jsonl"
+
+
+def _case_files(shared: Path, klue: Path) -> list[tuple[str, Path, Path, dict[str, Any]]]:
+    cases = shared / CASES
+    found = []
+    official = {"nli": "klue-nli-v1.1/klue-nli-v1.1_dev.json", "sts": "klue-sts-v1.1/klue-sts-v1.1_dev.json",
+                "ner": "klue-ner-v1.1/klue-ner-v1.1_dev.tsv", "dp": "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"}
+    for name, rel in official.items():
+        found += [(name, klue / rel, p, {}) for p in sorted((cases / name).glob("pred_*.json.gz"))]
+    for name in ("ynat", "re", "mrc", "wos"):
+        for p in sorted((cases / name).glob("pred_*.json.gz")):
+            edge = "edge" in p.name
+            gold = cases / name / ("gold_edge.json" if edge else "gold.json")
+            extra: dict[str, Any] = {}
+            if name == "re":
+                extra["label_list_path"] = cases / "re/relation_list.json"
+            if name == "mrc" and edge:
+                extra["gold_format"] = "unchecked-offsets"  # its synthetic contexts do not hold the answers
+            found.append((name, gold, p, extra))
+    return found
+
+
+def test_every_scoring_case_scores(klue_data_dir: Path, shared_data_dir: Path) -> None:
+    cases = _case_files(shared_data_dir, klue_data_dir)
+    assert len(cases) == 29
+    for name, gold, predictions, extra in cases:
+        result = score_files(registry.get(name), gold, predictions, "official", **extra)
+        out = result_to_json(result)
+        assert out["task"] == name and out["mode"] == "official"
+        for metric in registry.get(name).metrics:
+            assert isinstance(out[metric], float) and 0.0 <= out[metric] <= 100.0 or out[metric] < 0, (name, metric)
+
+
+def test_list_map_and_jsonl_shapes_agree(shared_data_dir: Path, tmp_path: Path) -> None:
+    task = registry.get("ynat")
+    gold = shared_data_dir / CASES / "ynat/gold.json"
+    records = json.loads(gold.read_text(encoding="utf-8"))
+    with gzip.open(shared_data_dir / CASES / "ynat/pred_4.json.gz", "rt", encoding="utf-8") as f:
+        indices = json.load(f)
+    labels = task.labels
+    jsonl = _write_jsonl(tmp_path / "p.jsonl", [{"guid": r["guid"], "label": labels[i]} for r, i in zip(records, indices)])
+    as_map = tmp_path / "p.json"
+    as_map.write_text(json.dumps({r["guid"]: i for r, i in zip(records, indices)}), encoding="utf-8")
+    scores = [score_files(task, gold, p).report.scores for p in (jsonl, as_map, shared_data_dir / CASES / "ynat/pred_4.json.gz")]
+    assert scores[0] == scores[1] == scores[2]
+
+
+def test_relation_list_order_reorders_probabilities(shared_data_dir: Path, tmp_path: Path) -> None:
+    task = registry.get("re")
+    gold = shared_data_dir / CASES / "re/gold.json"
+    with gzip.open(shared_data_dir / CASES / "re/pred_1.json.gz", "rt", encoding="utf-8") as f:
+        items = json.load(f)
+    baseline = score_files(task, gold, shared_data_dir / CASES / "re/pred_1.json.gz").report.scores
+    reversed_order = list(reversed(task.labels))
+    (tmp_path / "rel.json").write_text(json.dumps({"relations": reversed_order}), encoding="utf-8")
+    n = len(task.labels)
+    flipped = [{"label": n - 1 - x["label"], "probs": list(reversed(x["probs"]))} for x in items]
+    (tmp_path / "p.json").write_text(json.dumps(flipped), encoding="utf-8")
+    assert score_files(task, gold, tmp_path / "p.json", label_list_path=tmp_path / "rel.json").report.scores == baseline
+    (tmp_path / "bad.json").write_text(json.dumps({"relations": reversed_order[:-1]}), encoding="utf-8")
+    with pytest.raises(DataError, match="official labels"):
+        read_label_list(tmp_path / "bad.json", task.labels)
+
+
+@pytest.fixture()
+def nli_gold(klue_data_dir: Path) -> tuple[Path, list[dict[str, Any]]]:
+    path = klue_data_dir / "klue-nli-v1.1/klue-nli-v1.1_dev.json"
+    records = json.loads(path.read_text(encoding="utf-8"))
+    return path, [{"guid": r["guid"], "label": r["gold_label"]} for r in records]
+
+
+def _error(task: str, gold: Path, predictions: Path, **extra: Any) -> str:
+    with pytest.raises(DataError) as info:
+        score_files(registry.get(task), gold, predictions, **extra)
+    return info.value.summary()
+
+
+def test_missing_duplicate_and_unknown_guids(nli_gold: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    gold, objects = nli_gold
+    missing = _error("nli", gold, _write_jsonl(tmp_path / "a.jsonl", objects[7:]))
+    assert "7 gold examples have no prediction" in missing and repr(objects[0]["guid"]) in missing
+    assert "(first 5 of 7)" in missing
+    duplicate = _error("nli", gold, _write_jsonl(tmp_path / "b.jsonl", objects + objects[:1]))
+    assert f"{tmp_path / 'b.jsonl'}:line 3001" in duplicate and "duplicate guid" in duplicate
+    unknown = _error("nli", gold, _write_jsonl(tmp_path / "c.jsonl", objects + [{"guid": "nope", "label": "neutral"}]))
+    assert "not in the gold file: 'nope'" in unknown
+
+
+def test_bad_lines_and_labels_name_file_and_line(nli_gold: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    gold, objects = nli_gold
+    path = _write_jsonl(tmp_path / "p.jsonl", objects)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[4] = lines[4][:-3]
+    lines[9] = json.dumps({"guid": objects[9]["guid"], "label": "maybe"})
+    path.write_text("\n".join(lines), encoding="utf-8")
+    message = _error("nli", gold, path)
+    assert f"{path}:line 5: error: invalid JSON" in message
+    assert f"{path}:line 10" in message and "maybe" in message
+
+
+def test_ner_tags_of_the_wrong_length_name_the_guids(klue_data_dir: Path, tmp_path: Path) -> None:
+    gold = klue_data_dir / "klue-ner-v1.1/klue-ner-v1.1_dev.tsv"
+    path, objects = _gold_jsonl("ner", gold, tmp_path / "ner.jsonl")
+    for i in (3, 10, 11, 12, 13, 14, 15):
+        objects[i]["tags"] = objects[i]["tags"][:-1]
+    _write_jsonl(path, objects)
+    message = _error("ner", gold, path)
+    assert objects[3]["guid"] in message and "7 predictions in all are unusable" in message
+    # tags over the non-space characters only are accepted too
+    from klue.scoring import read_gold
+
+    records, _ = read_gold(registry.get("ner"), gold)
+    short = [{"guid": r.guid, "tags": list(r.nonspace_tags)} for r in records]
+    result = score_files(registry.get("ner"), gold, _write_jsonl(tmp_path / "short.jsonl", short))
+    assert result.report.scores["entity_macro_f1"] == 100.0
+
+
+def test_dp_heads_of_the_wrong_length_and_unknown_deprels(klue_data_dir: Path, tmp_path: Path) -> None:
+    gold = klue_data_dir / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"
+    path, objects = _gold_jsonl("dp", gold, tmp_path / "dp.jsonl")
+    objects[0]["heads"] = objects[0]["heads"][:-1]
+    objects[0]["deprels"] = objects[0]["deprels"][:-1]
+    objects[5]["deprels"][0] = "NOT_A_LABEL"
+    _write_jsonl(path, objects)
+    message = _error("dp", gold, path)
+    assert objects[0]["guid"] in message and objects[5]["guid"] in message and "NOT_A_LABEL" in message
+
+
+def test_re_probabilities_must_be_30_finite_numbers(shared_data_dir: Path, tmp_path: Path) -> None:
+    gold = shared_data_dir / CASES / "re/gold.json"
+    path, objects = _gold_jsonl("re", gold, tmp_path / "re.jsonl")
+    objects[1]["probs"] = objects[1]["probs"][:29]
+    objects[2]["probs"][3] = float("nan")
+    _write_jsonl(path, objects)
+    message = _error("re", gold, path)
+    assert "line 2" in message and "30 numbers" in message
+    assert "line 3" in message and "finite" in message
+
+
+def test_nan_sts_score_is_an_error(klue_data_dir: Path, tmp_path: Path) -> None:
+    gold = klue_data_dir / "klue-sts-v1.1/klue-sts-v1.1_dev.json"
+    path, objects = _gold_jsonl("sts", gold, tmp_path / "sts.jsonl")
+    objects[2]["score"] = float("nan")
+    _write_jsonl(path, objects)  # json.dumps writes NaN, which json.loads reads back
+    message = _error("sts", gold, path)
+    assert "line 3" in message and objects[2]["guid"] in message
+
+
+def test_list_shape_must_match_the_gold_length(shared_data_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "p.json").write_text(json.dumps(["정치"] * 3, ensure_ascii=False), encoding="utf-8")
+    message = _error("ynat", shared_data_dir / CASES / "ynat/gold.json", tmp_path / "p.json")
+    assert "3 items for 240 examples" in message

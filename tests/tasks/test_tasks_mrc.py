@@ -147,7 +147,7 @@ def test_scoring_gold_files(shared_data_dir: Path) -> None:
     preds = [mrc.parse_prediction(mrc.prediction_to_json(mrc.gold_prediction(r)), log, "") for r in records]
     assert mrc.TASK.evaluate(records, preds, "official").scores["exact_match"] == 100.0
     edge = shared_data_dir / "scoring-cases/mrc/gold_edge.json"
-    strict, strict_log = read(edge)
+    _, strict_log = read(edge)
     assert strict_log.errors and all("not the answer text" in p.message for p in strict_log.errors)
     lenient_log = ProblemLog(str(edge))
     assert len(mrc.read_unchecked_offsets(edge, lenient_log)) == 19 and not lenient_log.errors

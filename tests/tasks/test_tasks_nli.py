@@ -104,7 +104,8 @@ def test_duplicate_guid_is_an_error_and_duplicate_pair_a_warning(tmp_path: Path)
     items = [pair(0), pair(0, hypothesis="다른 가설"), pair(1, premise=pair(0)["premise"], hypothesis="가설 0")]
     _, log = read(write(tmp_path, items))
     assert [(p.location, "duplicate guid" in p.message) for p in log.errors] == [("$[1].guid", True)]
-    assert len(log.warnings) == 1 and "duplicate (premise, hypothesis)" in log.warnings[0].message
+    assert [p.location for p in log.warnings] == ["$[2]"]
+    assert "duplicate (premise, hypothesis)" in log.warnings[0].message
     with pytest.raises(DataError, match=r"\$\[1\]\.guid: error: duplicate guid"):
         log.raise_if_errors()
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import errno
 import http.client
 import os
+import secrets
 import shutil
 import socket
 import tarfile
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -219,7 +219,7 @@ def _unreachable_message(url: str, reason: object) -> str:
     )
 
 
-def _expected_total(response: http.client.HTTPResponse, offset: int) -> int | None:
+def _expected_total(response: http.client.HTTPResponse) -> int | None:
     """The full file size the server promises, from Content-Range (206) or Content-Length (200)."""
     if response.status == 206:
         content_range = response.headers.get("Content-Range", "")  # "bytes 100-199/200"
@@ -275,7 +275,7 @@ def _one_attempt(
         handle.seek(start)
         handle.truncate()
         received = start
-        total = _expected_total(response, offset)
+        total = _expected_total(response)
         accepts_ranges = response.headers.get("Accept-Ranges", "").lower() == "bytes"
         if progress is not None and progress_id is not None:
             progress.update(progress_id, completed=received, total=total)
@@ -356,6 +356,28 @@ def _remove_empty(directories: list[Path]) -> None:
             return
 
 
+def _create_temp_file(final: Path) -> tuple[int, Path]:
+    """A new hidden file beside `final`. Unlike mkstemp (mode 0600) it gets the umask's usual mode, so
+    the renamed file is readable like any other the user writes."""
+    while True:
+        tmp = final.parent / f".{final.name}.{secrets.token_hex(6)}.part"
+        try:
+            return os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _create_temp_dir(parent: Path, prefix: str) -> Path:
+    """A new hidden directory in `parent` with the umask's usual mode (mkdtemp would give 0700)."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            path.mkdir(0o777)
+            return path
+        except FileExistsError:
+            continue
+
+
 def _copy_into(source: Path, handle: BinaryIO, progress: Progress | None, progress_id: TaskID | None) -> int:
     copied = 0
     with source.open("rb") as reader:
@@ -391,8 +413,7 @@ def place_file(
         return FileOutcome(wanted.task, wanted.path, "missing", None, f"not in {from_dir}")
 
     created = _make_dirs(final.parent)
-    fd, tmp_name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".part")
-    tmp = Path(tmp_name)
+    fd, tmp = _create_temp_file(final)
     placed = False
     progress_id = None
     if progress is not None:
@@ -481,7 +502,7 @@ def extract_archive(archive: Path, dest: Path) -> list[str]:
     members = archive_members(archive)
     if _already_extracted(members, dest):
         return []
-    staging = Path(tempfile.mkdtemp(dir=dest, prefix=".klue-extract-"))
+    staging = _create_temp_dir(dest, ".klue-extract-")
     try:
         with tarfile.open(archive, "r:*") as tar:
             # Our own check above gives the clear error; the "data" filter is a second line of defence.
@@ -509,7 +530,9 @@ def _place_archive(
     try:
         tops = extract_archive(dest / wanted.path, dest)
     except DownloadError as error:
-        return FileOutcome(wanted.task, wanted.path, "failed", outcome.size, str(error))
+        if outcome.status != "present":  # placed by this run: take it back, so nothing half-done stays
+            (dest / wanted.path).unlink(missing_ok=True)
+        return FileOutcome(wanted.task, wanted.path, "failed", None, str(error))
     extracted = f"extracted {', '.join(t + '/' for t in tops)}" if tops else "already extracted"
     detail = "; ".join(d for d in (outcome.detail, extracted) if d)
     return FileOutcome(outcome.task, outcome.path, outcome.status, outcome.size, detail)

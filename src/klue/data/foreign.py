@@ -63,6 +63,7 @@ def _tsv_name(path: Path) -> str:
 def read_kornli(path: Path, log: ProblemLog) -> list[nli.NliRecord]:
     """KorNLI TSV -> NLI records. guid `kornli-<file stem>_<row>` (0-based data row), source `kornli`."""
     records = []
+    lines = []
     stem = _tsv_name(path)
     for row, (number, (premise, hypothesis, label)) in enumerate(_tsv_rows(path, log, KORNLI_HEADER)):
         if label not in nli.LABELS:
@@ -72,7 +73,8 @@ def read_kornli(path: Path, log: ProblemLog) -> list[nli.NliRecord]:
             log.error(f"line {number}", "empty sentence1 or sentence2")
             continue
         records.append(nli.NliRecord(f"kornli-{stem}_{row:05d}", "kornli", premise, hypothesis, label))
-    nli.warn_duplicate_pairs(records, log)
+        lines.append(f"line {number}")
+    nli.warn_duplicate_pairs(records, log, lines)
     return records
 
 
@@ -154,6 +156,24 @@ def _by_name(value: Any, names: list[str] | None, allowed: Iterable[str], locati
 
 def _rows(dataset: Any) -> Iterable[tuple[int, dict[str, Any]]]:
     return enumerate(dataset)
+
+
+def _as_rows(value: Any) -> Any:
+    """A `datasets.Sequence` of structs comes back as a dict of equal-length lists; turn it into a list of
+    dicts (a value already in that shape, or anything else, is returned as it is)."""
+    if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()):
+        lengths = {len(v) for v in value.values()}
+        if len(lengths) == 1:
+            n = lengths.pop()
+            return [{key: column[i] for key, column in value.items()} for i in range(n)]
+    return value
+
+
+def _as_columns(value: Any, keys: Sequence[str]) -> Any:
+    """The inverse of `_as_rows`, for a list of struct rows: a dict of lists over `keys`."""
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return {key: [v.get(key) for v in value] for key in keys}
+    return value
 
 
 def nli_from_hf(dataset: Any, log: ProblemLog) -> list[nli.NliRecord]:
@@ -248,6 +268,8 @@ def mrc_from_hf(dataset: Any, log: ProblemLog) -> list[mrc.MrcRecord]:
     """
     records = []
     for index, row in _rows(dataset):
+        if isinstance(row, dict) and "answers" in row:
+            row = {**row, "answers": _as_columns(row["answers"], ("answer_start", "text"))}
         fields = Fields(row, item_path("$", index), log)
         guid, question = fields.str("guid", nonempty=True), fields.str("question", nonempty=True)
         context, title = fields.str("context", nonempty=True), fields.str("title")
@@ -288,9 +310,11 @@ def mrc_from_hf(dataset: Any, log: ProblemLog) -> list[mrc.MrcRecord]:
 
 def wos_from_hf(dataset: Any, log: ProblemLog) -> list[wos.WosTurn]:
     """HF `klue/klue` wos rows (`guid, domains, dialogue: [{role, text, state}]`, where system turns
-    carry an empty state list) -> WoS turn records."""
+    carry an empty state list; a dict of lists is accepted too) -> WoS turn records."""
     dialogues = []
     for index, row in _rows(dataset):
+        if isinstance(row, dict) and "dialogue" in row:
+            row = {**row, "dialogue": _as_rows(row["dialogue"])}
         fields = Fields(row, item_path("$", index), log)
         dialogue = wos.dialogue_from(fields, wos.DEFAULT_SLOTS, empty_sys_state_ok=True)
         if dialogue is not None:

@@ -16,6 +16,7 @@ never straddle a split, so no example leaks across it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -213,6 +214,10 @@ def _builder(task: Task[Any, Any], name: str) -> Callable[[DataRoots], ProtocolD
 
 def resolve(task: Task[Any, Any], name: str, roots: DataRoots) -> ProtocolData[Any]:
     """The data of protocol `name` for `task`, read and split; DataError if unknown or not available."""
+    return dataclasses.replace(_resolve(task, name, roots), roots=roots)
+
+
+def _resolve(task: Task[Any, Any], name: str, roots: DataRoots) -> ProtocolData[Any]:
     if name not in GENERIC_PROTOCOLS:
         return _builder(task, name)(roots)
     refs = _official_refs(task, name)

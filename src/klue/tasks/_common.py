@@ -255,7 +255,10 @@ class HashSplitProtocol:
 
         absent = self.missing(roots)
         if absent:
-            raise DataError(protocols._missing_message(self.name, absent, roots), absent[0].where(roots))
+            hints = [f"{ref.where(roots)} is missing (" + (protocols.how_to_get_extra() if ref.root == "extra" else
+                     "run `klue data download`, or point --data-dir / KLUE_DATA_DIR at the official layout") + ")"
+                     for ref in absent]
+            raise DataError(f"protocol {self.name!r} cannot run here: " + "; ".join(hints), absent[0].where(roots))
         split_path = self.split.locate(roots)
         records = protocols.read_checked(self.reader, split_path)
         train, evaluation = split_by_key(records, self.group_key, self.train_fraction)

@@ -65,6 +65,9 @@ class ProtocolData(Generic[RecordT]):
     eval: list[RecordT]
     selection: list[RecordT] | None  # checkpoint selection set; None = select on `eval` (official recipe)
     sources: tuple[DataSource, ...]
+    # The roots the data came from, so a model can open a task's resource file (the WoS ontology);
+    # `klue.data.protocols.resolve` fills it.
+    roots: DataRoots | None = None
 
 
 @dataclass(frozen=True)

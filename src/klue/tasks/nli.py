@@ -77,6 +77,7 @@ def read(path: Path, log: ProblemLog) -> list[NliRecord]:
     if items is None:
         return []
     records: list[NliRecord] = []
+    locations: list[str] = []
     for index, item in enumerate(items):
         fields = Fields(item, item_path("$", index), log)
         guid = fields.str("guid", nonempty=True)
@@ -93,18 +94,24 @@ def read(path: Path, log: ProblemLog) -> list[NliRecord]:
         assert gold is not None and author is not None
         records.append(NliRecord(guid, source, premise, hypothesis, gold, author,
                                  validators))  # type: ignore[arg-type]
+        locations.append(fields.location)
     check_unique_guids(guid_locations(items), log)
-    warn_duplicate_pairs(records, log)
+    warn_duplicate_pairs(records, log, locations)
     return records
 
 
-def warn_duplicate_pairs(records: Sequence[NliRecord], log: ProblemLog) -> None:
-    """Community-reported: some (premise, hypothesis) pairs occur twice; a warning, nothing changed."""
+def warn_duplicate_pairs(records: Sequence[NliRecord], log: ProblemLog,
+                         locations: Sequence[str] | None = None) -> None:
+    """Community-reported: some (premise, hypothesis) pairs occur twice; a warning, nothing changed.
+
+    `locations` (one per record: a JSON path or a line) places the warning; default: the record's guid.
+    """
     first: dict[tuple[str, str], str] = {}
-    for record in records:
+    for i, record in enumerate(records):
         pair = (record.premise, record.hypothesis)
         if pair in first:
-            log.warning(record.guid, f"duplicate (premise, hypothesis) pair, first seen in {first[pair]}")
+            where = locations[i] if locations is not None else record.guid
+            log.warning(where, f"{record.guid}: duplicate (premise, hypothesis) pair, first seen in {first[pair]}")
         else:
             first[pair] = record.guid
 

@@ -182,8 +182,10 @@ class Engine:
         warmup = hp.warmup_steps if hp.warmup_steps is not None else math.ceil(total_steps * hp.warmup_ratio)
         points = eval_points(steps_per_epoch, total_steps, hp)
 
+        # fused kernels on GPU; the multi-tensor path on CPU (torch's CPU default loops over tensors).
+        fast = {"fused": True} if acc.device.type == "cuda" else {"foreach": True}
         optimizer = torch.optim.AdamW(optimizer_groups(self.model, hp.weight_decay), lr=hp.learning_rate,
-                                      betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_epsilon)
+                                      betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_epsilon, **fast)
         scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
         # The scheduler is not `prepare`d: accelerate would step it once per process per step.
         self.model, optimizer = acc.prepare(self.model, optimizer)

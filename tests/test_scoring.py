@@ -166,19 +166,20 @@ def test_bad_lines_and_labels_name_file_and_line(nli_gold: tuple[Path, list[dict
 
 
 def test_ner_tags_of_the_wrong_length_name_the_guids(klue_data_dir: Path, tmp_path: Path) -> None:
-    gold = klue_data_dir / "klue-ner-v1.1/klue-ner-v1.1_dev.tsv"
-    path, objects = _gold_jsonl("ner", gold, tmp_path / "ner.jsonl")
+    from klue.scoring import read_gold, score_predictions
+
+    task = registry.get("ner")
+    records, _ = read_gold(task, klue_data_dir / "klue-ner-v1.1/klue-ner-v1.1_dev.tsv")
+    objects = [task.prediction_to_json(task.gold_prediction(r)) for r in records]
     for i in (3, 10, 11, 12, 13, 14, 15):
         objects[i]["tags"] = objects[i]["tags"][:-1]
-    _write_jsonl(path, objects)
-    message = _error("ner", gold, path)
+    with pytest.raises(DataError) as info:
+        score_predictions(task, records, _write_jsonl(tmp_path / "ner.jsonl", objects))
+    message = info.value.summary()
     assert objects[3]["guid"] in message and "7 predictions in all are unusable" in message
     # tags over the non-space characters only are accepted too
-    from klue.scoring import read_gold
-
-    records, _ = read_gold(registry.get("ner"), gold)
     short = [{"guid": r.guid, "tags": list(r.nonspace_tags)} for r in records]
-    result = score_files(registry.get("ner"), gold, _write_jsonl(tmp_path / "short.jsonl", short))
+    result = score_predictions(task, records, _write_jsonl(tmp_path / "short.jsonl", short))
     assert result.report.scores["entity_macro_f1"] == 100.0
 
 

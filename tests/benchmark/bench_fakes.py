@@ -61,3 +61,30 @@ def oracle_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[
                    protocol_description=protocol_data.description, metric_mode=mode,
                    n_train=len(protocol_data.train), predictions_file="predictions.jsonl", recipe="gold answers",
                    **metric_fields(report))
+
+
+def device_cell(spec: CellSpec) -> Results:
+    """Records which process ran the cell and which GPU it was given."""
+    import os
+
+    out = benchmark_dir(spec)
+    (out / "calls").mkdir(exist_ok=True)
+    (out / "calls" / uuid.uuid4().hex).write_text(f"{os.getpid()} {os.environ.get('CUDA_VISIBLE_DEVICES')}")
+    time.sleep(0.3)  # long enough that both workers take cells
+    return Results(task=spec.task, task_version="1", model=spec.model, model_family="fake", seed=spec.seed,
+                   protocol="local:dev-80-20", protocol_official=False, protocol_description="fake cell",
+                   metric_mode=spec.mode, scores={"score": 1.0})
+
+
+KILL_MARK = "kill-at"  # file in the benchmark dir holding "<task>/seed<k>": that cell's worker is killed
+
+
+def killing_cell(spec: CellSpec) -> Results:
+    """`counting_cell`, except that the marked cell kills its own worker process (as the OOM killer does)."""
+    import os
+    import signal
+
+    kill = benchmark_dir(spec) / KILL_MARK
+    if kill.is_file() and kill.read_text() == f"{spec.task}/seed{spec.seed}":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return counting_cell(spec)

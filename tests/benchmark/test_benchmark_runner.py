@@ -7,7 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from bench_fakes import FAIL_MARK, INTERRUPT_MARK, calls, counting_cell, oracle_family
+from bench_fakes import (
+    FAIL_MARK,
+    INTERRUPT_MARK,
+    KILL_MARK,
+    calls,
+    counting_cell,
+    device_cell,
+    killing_cell,
+    oracle_family,
+)
 
 from klue import registry
 from klue.benchmark.cells import CellSpec, choose_protocol, model_slug, run_cell
@@ -76,6 +85,20 @@ def test_a_failing_cell_is_recorded_and_the_others_complete(tmp_path: Path) -> N
     assert not (tmp_path / second / "fake" / "seed1" / "error.txt").exists()
 
 
+def test_a_killed_worker_fails_its_cell_and_the_benchmark_goes_on(tmp_path: Path) -> None:
+    first = two_tasks()[0]
+    (tmp_path / KILL_MARK).write_text(f"{first}/seed1")
+    summary = run_benchmark(plan_for(tmp_path), killing_cell, jobs=1)
+    status = {o.spec.label: o.status for o in summary.outcomes}
+    assert status.pop(f"{first} · fake · seed 1") == "failed"
+    assert set(status.values()) == {"ok"} and len(status) == 3  # a fresh worker ran the rest
+    died = read_results(tmp_path / first / "fake" / "seed1" / "results.json")
+    assert died.status == "failed" and "died" in died.error
+    (tmp_path / KILL_MARK).unlink()
+    assert [o.spec.label for o in run_benchmark(plan_for(tmp_path), killing_cell, jobs=1).outcomes] == [
+        f"{first} · fake · seed 1"]
+
+
 def test_worker_output_goes_to_the_cell_log(tmp_path: Path) -> None:
     plan = plan_for(tmp_path, seeds=(1,))
     run_benchmark(plan, counting_cell, jobs=1)
@@ -118,6 +141,17 @@ def test_worker_count() -> None:
     assert worker_count(0, ["klue/roberta-base"], ["0"]) == 0
     with pytest.raises(DataError):
         worker_count(-1, ["classic"], [])
+
+
+def test_each_worker_owns_one_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    plan = plan_for(tmp_path, models=("some/encoder",))
+    run_benchmark(plan, device_cell, jobs=None)  # default: one worker per GPU
+    seen = [line.split() for line in calls(tmp_path)]
+    gpu_of = {pid: gpu for pid, gpu in seen}
+    assert len(seen) == 4 and set(gpu_of.values()) == {"3", "5"}
+    assert all(gpu_of[pid] == gpu for pid, gpu in seen)  # a worker keeps its GPU
+    assert len(gpu_of) == 2
 
 
 def test_auto_protocol_is_official_only_with_the_train_file(tmp_path: Path) -> None:

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from klue import registry
 
 KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 
 
-def klue(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env_free = {"KLUE_DATA_DIR": "", "KLUE_EXTRA_DATA_DIR": ""}
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k not in env_free} | {"COLUMNS": "200", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+def klue(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `klue` in a subprocess, without the caller's KLUE_* settings (plus `env`)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("KLUE_")}
+    clean |= {"COLUMNS": "200", "OMP_NUM_THREADS": "1"} | (env or {})
+    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, env=clean, check=False)
 
 
 def test_help_explains_each_command() -> None:
@@ -53,3 +55,29 @@ def test_bad_options_are_one_sentence_and_exit_2(tmp_path: Path) -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("klue: error:")
     assert klue("report", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_quickstart_without_data_and_without_network_fails_with_one_sentence(tmp_path: Path) -> None:
+    empty = tmp_path / "data"
+    empty.mkdir()
+    unreachable = "http://127.0.0.1:9/"  # the discard port: connection refused, as without a network
+    result = klue("quickstart", "--data-dir", str(empty), "--out", str(tmp_path / "qs"),
+                  env={"KLUE_DOWNLOAD_BASE_URL": unreachable})
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("klue: error:") and "127.0.0.1" in last
+
+
+def test_quickstart_runs_reports_and_names_tasks_it_cannot_run(tmp_path: Path, klue_data_dir: Path) -> None:
+    from klue.data.protocols import available, roots_from
+
+    roots = roots_from(str(klue_data_dir), None)
+    without = [t.name for t in registry.all_tasks() if not available(t, roots)]
+    if not without:
+        pytest.skip("every task has data here")
+    out = tmp_path / "qs"
+    result = klue("quickstart", "--data-dir", str(klue_data_dir), "--tasks", without[0], "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "KLUE leaderboard" in result.stdout and "failed" in result.stdout
+    assert f"✗ {without[0]}:" in result.stderr
+    assert (out / "report.html").is_file() and (out / "benchmark.json").is_file()

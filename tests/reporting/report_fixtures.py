@@ -28,8 +28,11 @@ def fixture_results(task: Task[Any, Any], model: str, seed: int, official: bool,
                                           for k in (1, 2, 3) for m in task.metrics[:2]}
     curve = []
     if model != "classic":
-        curve = [{"step": float(s), "loss": 2.0 / (1 + s / 50) + 0.05 * rng.random()} for s in range(0, 301, 50)]
-        curve += [{"step": float(s), task.key_metric: base * (1 - 0.5 / (1 + s / 60))} for s in (100, 200, 300)]
+        # the shape klue.training logs: train points with loss, learning rate and speed; selection points
+        curve = [{"step": float(s), "epoch": s / 100, "loss": 2.0 / (1 + s / 50) + 0.05 * rng.random(),
+                  "learning_rate": 5e-5 * (1 - s / 300), "examples_per_s": 80.0} for s in range(0, 301, 50)]
+        curve += [{"step": float(s), "epoch": s / 100, f"selection_{task.key_metric}":
+                   base * (1 - 0.5 / (1 + s / 60)) + seed} for s in (100, 200, 300)]
     protocol = "official" if official else "local:dev-80-20"
     return Results(
         task=task.name, task_version=task.version, model=model, model_family="classic" if model == "classic"

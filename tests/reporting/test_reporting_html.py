@@ -61,7 +61,7 @@ def test_report_renders_in_headless_chromium(bench_dir: Path, tmp_path: Path) ->
     subprocess.run([*common, f"--screenshot={shot}", "--window-size=1400,3000", report.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert 'data-ready="1"' in dom  # the inline script ran
-    board = re.search(r'<table class="board sortable">.*?</table>', dom, re.S)
+    board = re.search(r'<table class="board sortable">.*?</table>', dom, re.DOTALL)
     assert board is not None
     assert board.group(0).count("<tr") == 1 + 3 + 1  # header, three models, the paper
     assert ENCODER in board.group(0) and "KLUE-RoBERTa-large" in board.group(0)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # Tag prefixes (Sejong tag set, as Kiwi emits it) of morphemes that carry content: nouns, verbs,
 # adjectives, roots, numbers, foreign words, adverbs and determiners.
@@ -17,8 +16,7 @@ PREDICATE_TAGS = ("VV", "VA")
 NEGATION_FORMS = frozenset({"않", "없", "못", "안", "아니", "말", "금지", "불가", "불가능", "별로", "전혀"})
 
 
-@dataclass(frozen=True)
-class Morpheme:
+class Morpheme(NamedTuple):  # a tuple, not a dataclass: contexts give hundreds of thousands of them
     form: str
     tag: str
     start: int  # character offset into the analysed text

@@ -6,7 +6,8 @@ gold POS, as the official KLUE baseline uses), the POS of neighbouring words, si
 of predicates, connective endings, adnominal endings and commas between head and dependent. Weights
 are learned by an averaged structured perceptron with cost-augmented Chu-Liu/Edmonds decoding
 (`klue.models.mst`), so every prediction is a tree with exactly one root. A logistic regression over
-the dependent's and its predicted head's features then assigns the label.
+the dependent's and its predicted head's features then assigns the label: a linear SVM (liblinear),
+which measured as accurate as multinomial logistic regression here at a tenth of the time.
 
 Hand-written: the feature hashing and the perceptron (vectorised with numpy per sentence, which is what
 keeps training to a few seconds); the label classifier is scikit-learn.
@@ -239,6 +240,11 @@ class ArcPerceptron:
         return mst_decode(self._scores(features, self.weights))
 
 
+def _as_given(features: list[str]) -> list[str]:
+    """The analyzer for pre-extracted string features (a named function, so the model pickles)."""
+    return features
+
+
 def _label_features(record: DpRecord, heads: Sequence[int]) -> list[list[str]]:
     """String features of each (dependent, head) pair for the label classifier."""
     strings = word_strings(record)
@@ -267,48 +273,47 @@ class DpBaseline:
     name = "arc-perceptron-mst"
 
     def __init__(self, seed: int, epochs: int = 10, n_buckets: int = 1 << 22, cost_augmented: bool = True,
-                 label_c: float = 4.0, label_hash_features: int = 1 << 20) -> None:
+                 label_c: float = 0.5) -> None:
         self.seed = seed
         self.hyperparameters: dict[str, Any] = {
             "arc_model": "averaged structured perceptron, cost-augmented single-root Chu-Liu/Edmonds",
             "epochs": epochs, "n_buckets": n_buckets, "cost_augmented": cost_augmented,
             "n_arc_templates": len(TEMPLATES),
-            "label_model": "multinomial logistic regression (lbfgs) on hashed word-pair features",
-            "label_c": label_c, "label_hash_features": label_hash_features,
+            "label_model": "linear SVM (liblinear, one-vs-rest) on binary word-pair features",
+            "label_c": label_c,
             "pos": "gold POS from the records (as the official baseline)",
         }
         self._parser = ArcPerceptron(epochs, n_buckets, cost_augmented, seed)
         self._label_c = label_c
-        self._label_hash_features = label_hash_features
         self._labeller: Any = None
-        self._hasher: Any = None
+        self._vectorizer: Any = None
         self._single_label: str | None = None
 
     def fit(self, train: list[DpRecord], selection: list[DpRecord] | None) -> None:
         # `selection` is not used: the perceptron runs a fixed number of epochs.
-        from sklearn.feature_extraction import FeatureHasher
-        from sklearn.linear_model import LogisticRegression
+        from sklearn.feature_extraction.text import CountVectorizer
+        from sklearn.svm import LinearSVC
 
         self._parser.fit(train)
         rows = [row for record in train for row in _label_features(record, record.heads)]
         labels = [label for record in train for label in record.deprels]
-        self._hasher = FeatureHasher(n_features=self._label_hash_features, input_type="string",
-                                     alternate_sign=False)
+        self._vectorizer = CountVectorizer(analyzer=_as_given, binary=True, lowercase=False)
+        matrix = self._vectorizer.fit_transform(rows)
         if len(set(labels)) == 1:
             self._single_label = labels[0]
             return
-        self._labeller = LogisticRegression(C=self._label_c, max_iter=300, random_state=self.seed)
-        self._labeller.fit(self._hasher.transform(rows), labels)
+        self._labeller = LinearSVC(C=self._label_c, random_state=self.seed)
+        self._labeller.fit(matrix, labels)
 
     def predict(self, records: list[DpRecord]) -> list[DpPrediction]:
-        if self._hasher is None:
+        if self._vectorizer is None:
             raise RuntimeError("DpBaseline.predict called before fit")
         heads = [self._parser.predict_heads(record) for record in records]
         rows = [row for record, h in zip(records, heads) for row in _label_features(record, h.tolist())]
         if self._single_label is not None:
             flat = [self._single_label] * len(rows)
         else:
-            flat = list(self._labeller.predict(self._hasher.transform(rows))) if rows else []
+            flat = list(self._labeller.predict(self._vectorizer.transform(rows))) if rows else []
         predictions = []
         start = 0
         for record, h in zip(records, heads):

@@ -36,6 +36,7 @@ _TRAILING_TAGS = ("J", "E", "VCP", "VCN", "XSV", "XSA", "VX", "SF", "SP", "SE", 
 _LEADING_TAGS = ("SS", "SW", "SP", "SE", "SO", "SF")
 _QUESTION_WORDS = ("누구", "누가", "언제", "어디", "며칠", "몇", "얼마", "무엇", "무슨", "어떤", "어느", "왜", "어떻게", "뭐")
 _BM25_K1, _BM25_B = 1.2, 0.75
+_HASHED_FEATURES = 2**20  # FeatureHasher (murmurhash, process-independent): no vocabulary to build
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,11 @@ class Candidate:
     first: int
     last: int
     text: str
-    features: dict[str, float]
+    sentence: tuple[int, int]  # [first word, last word + 1) of its sentence
+    matched: tuple[int, ...]  # the sentence's words that share a content morpheme with the question
 
 
-def _word(context: str, start: int, end: int, morphemes: list[Morpheme]) -> Word:
-    inside = [m for m in morphemes if start <= m.start < end]
+def _word(context: str, start: int, end: int, inside: list[Morpheme]) -> Word:
     core_start = next((m.start for m in inside if not m.tag.startswith(_LEADING_TAGS)), start)
     content = [m for m in inside if m.tag.startswith(CONTENT_TAGS) and m.start >= core_start]
     last_content = content[-1] if content else None
@@ -92,7 +93,15 @@ def _word(context: str, start: int, end: int, morphemes: list[Morpheme]) -> Word
 
 
 def paragraph(context: str, morphemes: list[Morpheme]) -> Paragraph:
-    words = tuple(_word(context, m.start(), m.end(), morphemes) for m in _WORD.finditer(context))
+    spans = [(m.start(), m.end()) for m in _WORD.finditer(context)]
+    grouped: list[list[Morpheme]] = [[] for _ in spans]
+    index = 0
+    for morpheme in sorted(morphemes, key=lambda m: m.start):  # one pass: morphemes and words are both in order
+        while index < len(spans) and morpheme.start >= spans[index][1]:
+            index += 1
+        if index < len(spans) and morpheme.start >= spans[index][0]:
+            grouped[index].append(morpheme)
+    words = tuple(_word(context, a, b, inside) for (a, b), inside in zip(spans, grouped, strict=True))
     sentences, first = [], 0
     for index, word in enumerate(words):
         if _SENTENCE_END.search(context[word.start:word.end]) or index == len(words) - 1:
@@ -121,7 +130,7 @@ class SpanRankerMrc:
         self.hyperparameters: dict[str, Any] = {
             "retrieval": "BM25 over Kiwi content morphemes", "bm25_k1": _BM25_K1, "bm25_b": _BM25_B,
             "top_sentences": top_sentences, "max_span_words": max_span_words,
-            "negatives_per_question": negatives_per_question, "model": "LogisticRegression (liblinear)", "C": c,
+            "negatives_per_question": negatives_per_question, "model": "LogisticRegression (lbfgs)", "C": c,
         }
         self._top = top_sentences
         self._max_words = max_span_words
@@ -166,21 +175,21 @@ class SpanRankerMrc:
         out = []
         for rank, (index, score) in enumerate(ranked):
             a, b = p.sentences[index]
-            matched = [k for k in range(a, b) if _matches(p.words[k], q)]
+            matched = tuple(k for k in range(a, b) if _matches(p.words[k], q))
             for first in range(a, b):
+                start = p.words[first].core_start
                 for last in range(first, min(b, first + self._max_words)):
                     end = p.words[last].core_end
-                    start = p.words[first].core_start
-                    if end is None or end <= start:
-                        continue
-                    text = context[start:end]
-                    out.append(Candidate(rank, score / best, first, last, text,
-                                         self._features(p, q, rank, score / best, first, last, a, b, matched, text)))
+                    if end is not None and end > start:
+                        out.append(Candidate(rank, score / best, first, last, context[start:end], (a, b), matched))
         return out
 
     @staticmethod
-    def _features(p: Paragraph, q: Question, rank: int, bm25: float, first: int, last: int, a: int, b: int,
-                  matched: list[int], text: str) -> dict[str, float]:
+    def _features(p: Paragraph, q: Question, candidate: Candidate) -> dict[str, float]:
+        """Indicator features of one candidate (computed only for the candidates a step needs)."""
+        rank, bm25, first, last, text = (candidate.sentence_rank, candidate.bm25, candidate.first,
+                                         candidate.last, candidate.text)
+        (a, b), matched = candidate.sentence, candidate.matched
         words = p.words[first:last + 1]
         content = [form for w in words for form in w.content]
         overlap = sum(form in q.content for form in content) / max(1, len(content))
@@ -210,7 +219,7 @@ class SpanRankerMrc:
 
     # -- training and prediction ----------------------------------------------------------------------
     def fit(self, train: list[MrcRecord], selection: list[MrcRecord] | None) -> None:
-        from sklearn.feature_extraction import DictVectorizer
+        from sklearn.feature_extraction import FeatureHasher
         from sklearn.linear_model import LogisticRegression
 
         paragraphs, questions = self._analyse(train)
@@ -231,22 +240,31 @@ class SpanRankerMrc:
             if len(negatives) > self._negatives:
                 keep = rng.choice(len(negatives), size=self._negatives, replace=False)
                 negatives = [negatives[i] for i in sorted(keep)]
-            rows += [c.features for c in positives + negatives]
+            rows += [self._features(paragraphs[record.context], q, c) for c in positives + negatives]
             labels += [1] * len(positives) + [0] * len(negatives)
         if not any(labels):
             raise RuntimeError("no training question has its answer among the candidate spans")
-        self._vectorizer = DictVectorizer().fit(rows)
-        self._model = LogisticRegression(C=self._c, solver="liblinear", random_state=self.seed, max_iter=1000)
+        self._vectorizer = FeatureHasher(n_features=_HASHED_FEATURES, alternate_sign=False)
+        self._model = LogisticRegression(C=self._c, max_iter=1000)
         self._model.fit(self._vectorizer.transform(rows), labels)
         self._threshold = self._choose_threshold(train, paragraphs, questions)
 
-    def _best(self, record: MrcRecord, p: Paragraph, q: Question) -> tuple[str, float]:
-        candidates = self._candidates(record.context, p, q)
-        if not candidates:
-            return "", 0.0
-        scores = self._model.predict_proba(self._vectorizer.transform([c.features for c in candidates]))[:, 1]
-        best = int(np.argmax(scores))
-        return candidates[best].text, float(scores[best])
+    def _best(self, records: list[MrcRecord], paragraphs: dict[str, Paragraph],
+              questions: list[Question]) -> list[tuple[str, float]]:
+        """Each question's best candidate and its probability, scored in one batch."""
+        candidates = [self._candidates(r.context, paragraphs[r.context], q) for r, q in zip(records, questions, strict=True)]
+        rows = [self._features(paragraphs[r.context], q, c)
+                for r, q, cs in zip(records, questions, candidates, strict=True) for c in cs]
+        scores = self._model.predict_proba(self._vectorizer.transform(rows))[:, 1] if rows else np.zeros(0)
+        out, offset = [], 0
+        for cs in candidates:
+            if not cs:
+                out.append(("", 0.0))
+                continue
+            best = offset + int(np.argmax(scores[offset:offset + len(cs)]))
+            out.append((cs[best - offset].text, float(scores[best])))
+            offset += len(cs)
+        return out
 
     def _choose_threshold(self, train: list[MrcRecord], paragraphs: dict[str, Paragraph],
                           questions: list[Question]) -> float:
@@ -254,8 +272,7 @@ class SpanRankerMrc:
         if not any(r.is_impossible for r in train):
             return 0.0
         outcomes = []  # (probability, +1 if answering this question is right, -1 if "" is right, 0 if neither)
-        for record, q in zip(train, questions, strict=True):
-            text, probability = self._best(record, paragraphs[record.context], q)
+        for record, (text, probability) in zip(train, self._best(train, paragraphs, questions), strict=True):
             gain = -1 if record.is_impossible else (1 if text in record.answer_texts else 0)
             outcomes.append((probability, gain))
         outcomes.sort()
@@ -270,11 +287,8 @@ class SpanRankerMrc:
         if self._model is None:
             raise RuntimeError("fit the baseline before predicting")
         paragraphs, questions = self._analyse(records)
-        out = []
-        for record, q in zip(records, questions, strict=True):
-            text, probability = self._best(record, paragraphs[record.context], q)
-            out.append(MrcPrediction(record.guid, text if probability >= self._threshold else ""))
-        return out
+        return [MrcPrediction(record.guid, text if probability >= self._threshold else "")
+                for record, (text, probability) in zip(records, self._best(records, paragraphs, questions), strict=True)]
 
 
 def make_baseline(seed: int) -> SpanRankerMrc:

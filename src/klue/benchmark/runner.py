@@ -57,11 +57,7 @@ from klue.benchmark.cells import (
 )
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
-from klue.reporting.schema import Results, read_results, write_results
-
-
-class WorkerDied(RuntimeError):
-    """A worker process ended without reporting (killed, out of memory); the run can be resumed."""
+from klue.reporting.schema import read_results, write_results
 
 
 @dataclass(frozen=True)
@@ -274,7 +270,11 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
 
 def _run_in_pool(todo: list[CellSpec], cell_runner: CellRunner, workers: int, gpus: Sequence[str],
                  show_running: Any, finished: Any) -> None:
-    """At most `workers` cells submitted at a time, so the ones submitted are the ones running."""
+    """At most `workers` cells submitted at a time, so the ones submitted are the ones running.
+
+    A worker that dies without reporting (killed, out of memory) breaks the whole pool: the cells that
+    were running are recorded as failed, and a fresh pool takes the remaining cells.
+    """
     context = multiprocessing.get_context("spawn")
     gpu_queue = None
     if gpus:
@@ -282,29 +282,56 @@ def _run_in_pool(todo: list[CellSpec], cell_runner: CellRunner, workers: int, gp
         for gpu in gpus[:workers]:
             gpu_queue.put(gpu)
     threads = max(1, (os.cpu_count() or 1) // workers)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                               initargs=(gpu_queue, threads))
+
+    def new_pool() -> ProcessPoolExecutor:
+        if gpu_queue is not None:  # a fresh pool hands the GPUs out again
+            while not gpu_queue.empty():
+                gpu_queue.get()
+            for gpu in gpus[:workers]:
+                gpu_queue.put(gpu)
+        return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                                   initargs=(gpu_queue, threads))
+
+    pool = new_pool()
     pending = iter(todo)
-    running: dict[Future[CellOutcome], CellSpec] = {}
+    running: dict[Future[CellOutcome], tuple[CellSpec, float]] = {}
     try:
         while True:
             while len(running) < workers and (spec := next(pending, None)) is not None:
-                running[pool.submit(execute_cell, cell_runner, spec)] = spec
+                running[pool.submit(execute_cell, cell_runner, spec)] = (spec, time.perf_counter())
             if not running:
                 break
-            show_running([s.label for s in running.values()])
+            show_running([s.label for s, _ in running.values()])
             done, _ = wait(running, return_when=FIRST_COMPLETED)
+            broken = False
             for future in done:
-                spec = running.pop(future)
+                spec, started = running.pop(future)
                 try:
                     outcome = future.result()
                 except BrokenProcessPool:
-                    raise WorkerDied(f"the worker running {spec.label} died (killed or out of memory); cells "
-                                     "not finished were not recorded: run the same command again to resume"
-                                     ) from None
+                    broken = True
+                    outcome = _worker_died(spec, started, len(running) + 1)
                 finished(outcome)
+            if broken:
+                wait(running)  # a broken pool fails every cell it still holds
+                for future, (spec, started) in list(running.items()):
+                    finished(_worker_died(spec, started, len(running)))
+                running.clear()
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = new_pool()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_died(spec: CellSpec, started: float, n_running: int) -> CellOutcome:
+    """Record a cell whose worker process ended without reporting."""
+    error = ("the worker process running this cell died without reporting (killed by a signal, e.g. out of "
+             "memory; see `dmesg`)")
+    if n_running > 1:
+        error += f"; {n_running} cells were running, and the one that died may be another of them"
+    elapsed = time.perf_counter() - started
+    write_results(spec.path / RESULTS_FILE, failed_results(spec, error, elapsed))
+    return CellOutcome(spec, "failed", error, {}, elapsed, spec.protocol)
 
 
 def _outcome_line(outcome: CellOutcome) -> str:
@@ -313,9 +340,3 @@ def _outcome_line(outcome: CellOutcome) -> str:
         shown = ", ".join(f"{k} {v:.2f}" for k, v in list(outcome.scores.items())[:2])
         return f"[green]✓[/green] {outcome.spec.label} [dim]({outcome.protocol}, {spent})[/dim]  {shown}"
     return f"[red]✗[/red] {outcome.spec.label} [dim]({spent})[/dim]  [red]{outcome.error}[/red]"
-
-
-def results_of(summary: BenchmarkSummary) -> list[Results]:
-    """Every cell's results.json, done before or during this run."""
-    return [read_results(c.path / RESULTS_FILE) for c in summary.plan.cells()
-            if (c.path / RESULTS_FILE).is_file()]

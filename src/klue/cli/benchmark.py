@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from klue.cli._common import stderr, stdout
+from klue.cli._common import stderr
 from klue.errors import DataError
 
 
@@ -51,9 +51,9 @@ def resolve_tasks(names: str) -> tuple[str, ...]:
 
 def print_leaderboard(out: Path) -> None:
     from klue.reporting.aggregate import load_aggregate
-    from klue.reporting.leaderboard import build_leaderboard, to_rich
+    from klue.reporting.leaderboard import build_leaderboard, print_rich
 
-    stdout.print(to_rich(build_leaderboard(load_aggregate(out))))
+    print_rich(build_leaderboard(load_aggregate(out)))
 
 
 def benchmark(

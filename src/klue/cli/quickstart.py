@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from klue.cli._common import stderr, stdout
+from klue.cli._common import stderr
 
 
 def tasks_with_data(roots: Any) -> dict[str, list[str]]:
@@ -32,9 +32,21 @@ def ensure_data(data_dir: str | None, extra_data_dir: str | None) -> Any:
                      + f" — {len(found)} tasks have data")
         return roots
     stderr.print(f"no KLUE data under {roots.klue}; trying `klue data download` ...")
-    from klue.data import download
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    download.download_tasks(None, roots.klue)
+    from klue import registry
+    from klue.data import download
+    from klue.errors import DataError
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                        console=stderr, transient=True)
+    try:
+        with progress:
+            report = download.download(registry.all_tasks(), roots.klue, progress=progress)
+    except download.DownloadError as error:  # no network: the downloader's one sentence
+        raise DataError(str(error), roots.klue) from None
+    placed = sum(o.ok for o in report.outcomes)
+    stderr.print(f"downloaded {placed} of {len(report.outcomes)} official files into {roots.klue}")
     return roots_from(data_dir, extra_data_dir)
 
 
@@ -60,7 +72,7 @@ def quickstart(
     from klue.cli.benchmark import resolve_tasks
     from klue.reporting.aggregate import load_aggregate
     from klue.reporting.html import write_report
-    from klue.reporting.leaderboard import build_leaderboard, to_rich
+    from klue.reporting.leaderboard import build_leaderboard, print_rich
 
     start = time.perf_counter()
     ensure_data(data_dir, extra_data_dir)
@@ -69,7 +81,7 @@ def quickstart(
                          extra_data_dir)
     summary = run_benchmark(plan, jobs=workers, console=stderr)
     agg = load_aggregate(out)
-    stdout.print(to_rich(build_leaderboard(agg)))
+    print_rich(build_leaderboard(agg))
     report = out / "report.html"
     write_report(agg, report)
     for outcome in summary.failed:

@@ -13,7 +13,14 @@ from itertools import chain
 
 import numpy as np
 
-from klue.metrics.classification import LabelCounts, check_aligned, check_mode, confusion_counts, encode, f1_ratio
+from klue.metrics.classification import (
+    LabelCounts,
+    check_aligned,
+    check_mode,
+    confusion_counts,
+    encode,
+    f1_ratio,
+)
 from klue.metrics.report import MetricMode, MetricReport
 
 TASK_NAME = "dp"
@@ -99,7 +106,7 @@ class AttachmentCounts:
         def named(counts: np.ndarray) -> dict[str, int]:
             return {DEPRELS[i]: int(c) for i, c in enumerate(counts) if c}
 
-        return cls(named(tp), named(n_pred), named(n_gold), int(len(gold)), int(head_right.sum()))
+        return cls(named(tp), named(n_pred), named(n_gold), len(gold), int(head_right.sum()))
 
     def __add__(self, other: AttachmentCounts) -> AttachmentCounts:
         def add(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:

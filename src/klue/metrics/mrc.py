@@ -65,8 +65,7 @@ def longest_common_substring(a: str, b: str) -> int:
         for j, cb in enumerate(b, start=1):
             if ca == cb:
                 value = current[j] = previous[j - 1] + 1
-                if value > best:
-                    best = value
+                best = max(best, value)
         previous = current
     return best
 

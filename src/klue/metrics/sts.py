@@ -31,7 +31,7 @@ def pearsonr(gold: Sequence[float], pred: Sequence[float]) -> float:
 
     r = sum((x - mean x)(y - mean y)) / sqrt(sum((x - mean x)^2) sum((y - mean y)^2)), float64, clipped to
     [-1, 1] as `scipy.stats.pearsonr` does (which the official code calls); NaN when either side is
-    constant (r is undefined; scipy also returns NaN). Hand-written with numpy because importing
+    exactly constant (r is undefined; scipy also returns NaN). Hand-written with numpy because importing
     scipy.stats costs more than the whole computation. Same in both modes.
 
     >>> round(pearsonr([0.0, 1.0, 2.0, 3.0], [0.5, 1.0, 2.5, 2.5]), 6)
@@ -40,14 +40,17 @@ def pearsonr(gold: Sequence[float], pred: Sequence[float]) -> float:
     check_aligned(gold, pred, "scores")
     x = _as_float_array(pred, "predicted scores")
     y = _as_float_array(gold, "gold scores")
-    if len(x) < 2:
+    # scipy's order of operations: an exactly constant side is NaN; deviations are scaled by their largest
+    # magnitude before the norm (no underflow for tiny values).
+    if len(x) < 2 or np.all(x == x[0]) or np.all(y == y[0]):
         return math.nan
     xm = x - x.mean()
     ym = y - y.mean()
-    denominator = math.sqrt(float(np.dot(xm, xm))) * math.sqrt(float(np.dot(ym, ym)))
-    if denominator == 0.0:
-        return math.nan
-    return 100.0 * max(-1.0, min(1.0, float(np.dot(xm, ym)) / denominator))
+    x_scale = float(np.max(np.abs(xm)))
+    y_scale = float(np.max(np.abs(ym)))
+    x_norm = x_scale * float(np.linalg.norm(xm / x_scale))
+    y_norm = y_scale * float(np.linalg.norm(ym / y_scale))
+    return 100.0 * max(-1.0, min(1.0, float(np.dot(xm / x_norm, ym / y_norm))))
 
 
 def f1(gold: Sequence[float], pred: Sequence[float]) -> float:

@@ -12,6 +12,7 @@ it; a real run uses a pretrained model such as `klue/roberta-large` the same way
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +28,18 @@ _SPECIALS: dict[str, dict[str, str]] = {
 _DEFAULT_TOKENIZER: dict[str, TokenizerKind] = {"bert": "wordpiece", "roberta": "bpe"}
 
 
+def _bpe_pieces(texts: list[str], pre_tokenizer: Any, vocab_size: int, specials: list[str]) -> list[str]:
+    """BPE pieces (without specials) in id order; BPE training without a continuing-subword prefix is
+    deterministic."""
+    from tokenizers import Tokenizer, models, normalizers, trainers
+
+    bpe = Tokenizer(models.BPE())
+    bpe.normalizer = normalizers.NFC()
+    bpe.pre_tokenizer = pre_tokenizer
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials))
+    return [t for t, _ in sorted(bpe.get_vocab().items(), key=lambda item: item[1]) if t not in specials]
+
+
 def train_tokenizer(texts: Iterable[str], arch: Arch = "bert", kind: TokenizerKind | None = None,
                     vocab_size: int = 2000, model_max_length: int = 512) -> Any:
     """A fast tokenizer (`PreTrainedTokenizerFast`) trained on `texts` with the `tokenizers` library."""
@@ -36,27 +49,42 @@ def train_tokenizer(texts: Iterable[str], arch: Arch = "bert", kind: TokenizerKi
     kind = kind or _DEFAULT_TOKENIZER[arch]
     specials = _SPECIALS[arch]
     special_list = list(specials.values())
+    texts = list(texts)
+    # The WordPiece trainer of `tokenizers` is not deterministic across processes (hash-map order,
+    # huggingface/tokenizers#1794), so its vocabulary is built from deterministic BPE pieces (each piece
+    # also as a `##` continuation). Unigram's EM scores also vary a little between processes: its pieces
+    # are the same set, but tokenization of rare words may differ; WordPiece and BPE are reproducible.
     if kind == "wordpiece":
-        tokenizer = Tokenizer(models.WordPiece(unk_token=specials["unk"]))
+        pieces = _bpe_pieces(texts, pre_tokenizers.BertPreTokenizer(), max(vocab_size // 2, 1), special_list)
+        vocab: dict[str, int] = {}
+        for token in [*special_list, *(p for piece in pieces for p in (piece, f"##{piece}"))]:
+            vocab.setdefault(token, len(vocab))
+        tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=specials["unk"]))
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tokenizer.decoder = decoders.WordPiece()
-        trainer: Any = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special_list)
     elif kind == "bpe":
         tokenizer = Tokenizer(models.BPE())
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_list,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tokenizer.normalizer = normalizers.NFC()  # before training: the trainer sees normalised text
+        tokenizer.train_from_iterator(texts, trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=special_list, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     elif kind == "unigram":
-        tokenizer = Tokenizer(models.Unigram())
+        trained = Tokenizer(models.Unigram())
+        trained.pre_tokenizer = pre_tokenizers.Metaspace()
+        trained.normalizer = normalizers.NFC()
+        trained.train_from_iterator(texts, trainers.UnigramTrainer(
+            vocab_size=vocab_size, special_tokens=special_list, unk_token=specials["unk"]))
+        scored = json.loads(trained.to_str())["model"]["vocab"]
+        ordered = [(p, s) for p, s in scored if p in specials.values()]
+        ordered.sort(key=lambda item: special_list.index(item[0]))
+        ordered += sorted(((p, s) for p, s in scored if p not in specials.values()), key=lambda x: (-x[1], x[0]))
+        tokenizer = Tokenizer(models.Unigram(ordered, unk_id=special_list.index(specials["unk"]), byte_fallback=False))
         tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
         tokenizer.decoder = decoders.Metaspace()
-        trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=special_list,
-                                          unk_token=specials["unk"])
     else:
         raise ValueError(f"unknown tokenizer kind {kind!r}: wordpiece, bpe or unigram")
     tokenizer.normalizer = normalizers.NFC()
-    tokenizer.train_from_iterator(list(texts), trainer)
     cls, sep = specials["cls"], specials["sep"]
     cls_id, sep_id = tokenizer.token_to_id(cls), tokenizer.token_to_id(sep)
     if arch == "roberta":

@@ -17,11 +17,18 @@ from typing import Any
 from klue import provenance
 from klue.reporting import svg
 from klue.reporting.aggregate import Aggregate, Row, Stat, TaskInfo
-from klue.reporting.leaderboard import NOT_OFFICIAL_MARK, Cell, build_leaderboard, metric_label, task_label
+from klue.reporting.leaderboard import (
+    NOT_OFFICIAL_MARK,
+    Cell,
+    build_leaderboard,
+    metric_label,
+    metric_short,
+    task_label,
+)
 from klue.reporting.schema import Results
 
 _CURVE_AXES = frozenset({"step", "epoch"})
-_CURVE_SKIP = frozenset({"learning_rate", "lr", "grad_norm"})
+_CURVE_SKIP = frozenset({"learning_rate", "lr", "grad_norm", "examples_per_s"})  # not scores
 
 
 def _e(text: object) -> str:
@@ -124,23 +131,22 @@ class _Page:
 
     def leaderboard(self) -> str:
         board = self.board
-        head = ("<tr><th>#</th><th>Model</th><th>Protocol</th><th class=\"n\">KLUE score</th>"
-                + "".join(f'<th class="n" title="{_e(t.title)}">{_e(task_label(t))}'
-                          f'<small>{_e(" / ".join(metric_label(m) for m in t.main_metrics))}</small></th>'
+        head = ("<tr><th>#</th><th>Model · protocol</th><th class=\"n\">KLUE score</th>"
+                + "".join(f'<th class="n" title="{_e(t.title)}: '
+                          f'{_e(" / ".join(metric_label(m) for m in t.main_metrics))}">{_e(task_label(t))}'
+                          + "".join(f"<small>{_e(metric_short(m))}</small>" for m in t.main_metrics) + "</th>"
                           for t in board.tasks) + "</tr>")
         body = []
         for line in board.lines:
             cls = "reference" if line.reference else ("local" if not line.official else "")
             model = _e(line.model) + _mode_badge(line.mode)
-            if line.reference:
-                model += ' <span class="badge ref">reference</span>'
             protocols = "".join(_protocol_badge(p.strip(), p.strip() == "official") for p in line.protocol.split(","))
             cells = [self.board_cell(line.score, ref=line.reference, strong=True)]
             for task, cell in zip(board.tasks, line.tasks):
                 cells.append(self.board_cell(cell, ref=line.reference, task=task))
-            family = "" if line.reference else f"<small>{_e(line.family)}</small>"
+            family = "paper" if line.reference else _e(line.family)
             body.append(f'<tr class="{cls}"><td class="rank">{_e(line.rank)}</td><td class="model">{model}'
-                        f'{family}</td><td>{protocols}</td>{"".join(cells)}</tr>')
+                        f'<small>{family} · {protocols}</small></td>{"".join(cells)}</tr>')
         notes = "".join(f"<li>{_e(n)}</li>" for n in board.notes)
         return (f'<section id="leaderboard"><h2>Leaderboard</h2><div class="scroll"><table class="board sortable">'
                 f'<thead>{head}</thead><tbody>{"".join(body)}</tbody></table></div>'
@@ -160,7 +166,15 @@ class _Page:
             bar = (f'<div class="mini{" ref" if ref else ""}"><span style="width:{max(0, min(cell.value, 100)):.1f}%">'
                    f'</span>{paper}</div>')
         cls = "n" + (" strong" if strong else "") + (" partial" if cell.kind == "partial" else "")
-        return f'<td class="{cls}" title="{_e(cell.title)}"{sort}>{_e(cell.text)}{bar}</td>'
+        if cell.kind == "partial" and cell.value is not None:
+            text = f'{cell.value:.2f}<small class="partial-note">{_e(cell.text.split("(", 1)[-1].rstrip(")"))}</small>'
+        elif cell.parts:
+            mark = "" if cell.official or ref else f'<sup class="mark">{NOT_OFFICIAL_MARK}</sup>'
+            text = "".join(f'<div class="part">{_part_html(p)}</div>' for p in cell.parts)
+            text = text[: -len("</div>")] + mark + "</div>"
+        else:
+            text = _e(cell.text)
+        return f'<td class="{cls}" title="{_e(cell.title)}"{sort}>{text}{bar}</td>'
 
     def overview(self) -> str:
         groups = []
@@ -184,7 +198,7 @@ class _Page:
         if not groups:
             return ""
         chart = svg.bar_chart(groups, self.models, "Task scores of each model against the paper",
-                              unit="task score (mean of the main metrics, 0–100)", width=760,
+                              unit="task score (mean of the main metrics, 0–100)", width=980,
                               colour_of=self.colour_of)
         return (f'<section id="overview"><h2>Task scores against the paper</h2><p class="explain">Each bar is '
                 f'a model\'s task score (mean of the task\'s main metrics, mean over seeds, whisker ±1 std); '
@@ -202,7 +216,7 @@ class _Page:
 
     # -- one task -------------------------------------------------------------------------------------
     def task_section(self, info: TaskInfo) -> str:
-        rows = self.agg.rows_for(info.name)
+        rows = sorted(self.agg.rows_for(info.name), key=lambda r: (self.colour_of.get(r.model, 99), r.protocol))
         metrics: list[str] = list(info.metrics)
         for row in rows:
             metrics += [m for m in row.metric_names() if m not in metrics]
@@ -390,6 +404,12 @@ class _Page:
                 f'<code>official</code>.</p>{ref}</section>')
 
 
+def _part_html(text: str) -> str:
+    """`85.12 ± 0.30` -> the mean, with the std small beside it."""
+    mean, _, std = text.partition(" ± ")
+    return _e(mean) + (f'<span class="std">±{_e(std)}</span>' if std else "")
+
+
 def _one_per_model(bars: list[svg.Bar]) -> list[svg.Bar]:
     """A model with rows under several protocols: keep its first (official-first) bar per group."""
     seen: set[str] = set()
@@ -464,19 +484,21 @@ section.cards{display:flex;gap:14px;flex-wrap:wrap;background:none;border:0;padd
 border-radius:6px;margin:14px 0;font-size:14px}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:13.5px}
-th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+th,td{padding:7px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 thead th{font-size:12px;color:var(--soft);font-weight:600;border-bottom:2px solid #cdd2db;white-space:nowrap}
 thead th small{display:block;font-weight:400;font-size:11px}
 th.n,td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.sortable th{cursor:pointer}table.sortable th:hover{color:var(--ink)}
-td.model{font-weight:600}td.model small{display:block;font-weight:400;color:var(--soft);font-size:11.5px}
+td.model{font-weight:600;min-width:170px}.part{line-height:1.35}
+sup.mark{color:var(--warn);font-weight:700;margin-left:1px}td.model small{display:block;font-weight:400;color:var(--soft);font-size:11.5px}
 td.model a{color:inherit;text-decoration:none;border-bottom:1px dotted #9aa3b2}
 td.rank{color:var(--soft);width:28px}td.strong{font-weight:700;font-size:14.5px}
 tr.reference td{color:#555;font-style:italic;background:#fafafa}
 tr.local td.strong{color:var(--warn)}
 td.partial{font-style:italic;color:var(--soft)}td.failed,span.failed{color:#b3261e;font-weight:600}
 td.missing,.dim{color:#9aa3b2}
-.mini{position:relative;height:4px;background:#eef0f4;border-radius:2px;margin-top:4px;min-width:64px}
+.mini{position:relative;height:4px;background:#eef0f4;border-radius:2px;margin-top:4px;min-width:44px}
+small.partial-note{display:block;font-size:11px;font-weight:400}
 .mini span{position:absolute;left:0;top:0;bottom:0;background:var(--accent);border-radius:2px}
 .mini.ref span{background:#9aa3b2}.mini i{position:absolute;top:-3px;width:2px;height:10px;background:#444;margin-left:-1px}
 .std{color:var(--soft);font-size:11.5px;margin-left:3px}

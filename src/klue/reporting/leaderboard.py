@@ -25,6 +25,11 @@ def metric_label(name: str) -> str:
     return " ".join(words.get(part, part) for part in name.split("_"))
 
 
+def metric_short(name: str) -> str:
+    """A column-header label: `entity_macro_f1` -> `entity F1` (the full name is in the tooltip)."""
+    return metric_label(name).replace("macro ", "").replace("character", "char.")
+
+
 def task_label(info: TaskInfo) -> str:
     return "WoS" if info.name == "wos" else info.name.upper()
 
@@ -36,6 +41,7 @@ class Cell:
     value: float | None = None  # the number behind the text, for bars and sorting
     title: str = ""  # the longer story, shown on hover
     official: bool = True
+    parts: list[str] = field(default_factory=list)  # one text per main metric (HTML stacks them)
 
 
 @dataclass
@@ -67,7 +73,8 @@ def _task_cell(entry: Entry, info: TaskInfo) -> Cell:
             return Cell("failed", "failed", title=error)
         return Cell("—", "missing", title="not run")
     stats = [row.metric(m) for m in info.main_metrics]
-    text = " / ".join(s.format() if s else "?" for s in stats)
+    parts = [s.format() if s else "?" for s in stats]
+    text = " / ".join(parts)
     score = entry.task_scores.get(info.name)
     seeds = ", ".join(map(str, row.seeds))
     title = (f"{info.title}: {' / '.join(metric_label(m) for m in info.main_metrics)}, mean ± sample std "
@@ -78,7 +85,7 @@ def _task_cell(entry: Entry, info: TaskInfo) -> Cell:
         title += f"; failed seeds: {', '.join(str(r.seed) for _, r in row.failures)}"
     if not row.protocol_official:
         text += NOT_OFFICIAL_MARK
-    return Cell(text, "value", score.mean if score else None, title, row.protocol_official)
+    return Cell(text, "value", score.mean if score else None, title, row.protocol_official, parts)
 
 
 def _score_cell(entry: Entry) -> Cell:
@@ -114,8 +121,9 @@ def build_leaderboard(agg: Aggregate) -> Leaderboard:
         for t in tasks:
             scores = ref.scores.get(t.name, {})
             values = [scores.get(m) for m in t.main_metrics]
-            text = " / ".join("?" if v is None else f"{v:.2f}" for v in values)
-            cells.append(Cell(text, "reference", agg.reference_task_score(ref, t.name), ref.source))
+            parts = ["?" if v is None else f"{v:.2f}" for v in values]
+            cells.append(Cell(" / ".join(parts), "reference", agg.reference_task_score(ref, t.name), ref.source,
+                              parts=parts))
         total = agg.reference_klue_score(ref)
         score = Cell("—" if total is None else f"{total:.2f}", "reference", total,
                      "mean of the paper's task scores, computed here the same way")
@@ -151,22 +159,45 @@ def to_markdown(board: Leaderboard) -> str:
     return "\n".join(out) + "\n"
 
 
+_RICH_NOTE = "Task columns: task score (mean of the main metrics); `klue report --format md` shows each metric."
+
+
 def to_rich(board: Leaderboard) -> object:
-    """A `rich.table.Table` (imported here: rich is a core dependency, but only the CLI prints)."""
+    """A compact `rich.table.Table`: one task score per task (the Markdown and HTML show each metric)."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="KLUE leaderboard (dev)", caption="\n".join(board.notes), caption_justify="left",
-                  header_style="bold", show_lines=False)
+    table = Table(title="KLUE leaderboard (dev)", caption_justify="left", header_style="bold",
+                  caption="\n".join([*board.notes[:2], _RICH_NOTE]))
     table.add_column("#", justify="right", style="dim")
-    table.add_column("Model", style="bold")
-    table.add_column("Protocol")
-    table.add_column("KLUE", justify="right")
+    table.add_column("Model", style="bold", min_width=14)
+    table.add_column("KLUE", justify="right", no_wrap=True)
     for t in board.tasks:
-        table.add_column(task_label(t), justify="right")
-    styles = {"failed": "red", "missing": "dim", "partial": "italic", "reference": "dim italic"}
+        table.add_column(task_label(t), justify="right", no_wrap=True)
+    styles = {"failed": "red", "missing": "dim", "partial": "italic", "reference": "italic"}
+
+    def show(cell: Cell) -> str:
+        if cell.kind in ("failed", "missing", "partial"):
+            text = cell.text
+        else:
+            text = "?" if cell.value is None else f"{cell.value:.2f}"
+            text += "" if cell.official or cell.kind == "reference" else NOT_OFFICIAL_MARK
+        return f"[{styles[cell.kind]}]{escape(text)}[/]" if cell.kind in styles else escape(text)
+
     for line in board.lines:
-        cells = [line.rank, line.model, line.protocol, line.score, *line.tasks]
-        rendered = [c if isinstance(c, str) else
-                    (f"[{styles[c.kind]}]{c.text}[/]" if c.kind in styles else c.text) for c in cells]
-        table.add_row(*rendered, style="dim" if line.reference else None)
+        protocols = line.protocol.split(", ")
+        shown = protocols[0] if len(protocols) == 1 else f"{len(protocols)} protocols (see the report)"
+        model = f"{escape(line.model)}\n[dim]{escape(shown)}[/dim]"
+        table.add_row(line.rank, model, show(line.score), *[show(c) for c in line.tasks],
+                      style="dim" if line.reference else None)
     return table
+
+
+def print_rich(board: Leaderboard) -> None:
+    """Print to stdout, at least 120 columns wide even when stdout is not a terminal."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 120))
+    console.print(to_rich(board))

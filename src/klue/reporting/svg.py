@@ -178,7 +178,7 @@ def heatmap(labels: Sequence[str], counts: Sequence[Sequence[int]], label: str) 
                         f'width="{cell - 1}" height="{cell - 1}" fill="{fill}"/>')
             if cell >= 30:
                 body.append(f'<text x="{left + j * cell + cell / 2:.1f}" y="{y + cell / 2 + 4:.1f}" '
-                            f'text-anchor="middle" fill="{ink}" class="count">{count}</text>')
+                            f'text-anchor="middle" style="fill:{ink}" class="count">{count}</text>')
             body.append("</g>")
     return _svg(width, height, body, label, "heatmap")
 

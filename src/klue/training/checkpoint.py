@@ -36,6 +36,8 @@ class TrainState:
     examples_seen: int = 0
     fingerprint: str = ""  # what the run is (model, data, hyper-parameters, seed): resume only the same run
     resumed_from: list[int] = field(default_factory=list)  # steps at which earlier sessions stopped
+    pending_loss_sum: float = 0.0  # summed loss (all processes) since the last logged point
+    pending_items: int = 0  # loss items behind pending_loss_sum
 
 
 def fingerprint(obj: Any) -> str:

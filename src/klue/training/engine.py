@@ -202,8 +202,9 @@ class Engine:
         lengths = [len(f) for f in train] if hp.group_by_length else None
         n_proc, rank, accum = acc.num_processes, acc.process_index, hp.gradient_accumulation_steps
         progress = Progress(hp.progress and acc.is_main_process, total_steps, state.step)
-        running_loss = torch.zeros((), device=acc.device)
-        running_items = 0
+        # Loss since the last logged point: a device tensor, read back only when logging or checkpointing.
+        running_loss = torch.full((), state.pending_loss_sum if acc.is_main_process else 0.0, device=acc.device)
+        running_items = state.pending_items
         epoch_cache: tuple[int, list[Any]] | None = None
         window_start, window_examples = time.perf_counter(), 0
         self.model.train()
@@ -256,6 +257,8 @@ class Engine:
                     self._evaluate_and_keep(state, selection_records, selection, mode, selection_metric,
                                             steps_per_epoch, out_dir, card)
                     if hp.save_checkpoints and state.step < total_steps:
+                        state.pending_loss_sum = float(acc.reduce(running_loss.clone(), reduction="sum").item())
+                        state.pending_items = running_items
                         checkpoint.save(acc, out_dir, state)
                     progress.update(state.step, description="train")
                     window_start, window_examples = time.perf_counter(), 0

@@ -38,7 +38,7 @@ class Hyperparameters:
     adam_beta2: float = 0.999
     max_grad_norm: float | None = 1.0  # None or 0: no clipping
     max_len: int = 128  # tokens per feature, special tokens included
-    window_overlap: int = 32  # tokens shared by consecutive windows (tasks that window long inputs)
+    window_overlap: int | None = None  # tokens shared by consecutive windows of long inputs; None: max_len // 4
     evals_per_epoch: int = 4  # the last one at the epoch end; 0: only after the last step
     eval_steps: int | None = None  # evaluate every N optimizer steps instead (and after the last)
     logging_steps: int = 20  # loss is read back from the device only this often
@@ -57,6 +57,10 @@ class Hyperparameters:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def overlap(self) -> int:
+        return self.window_overlap if self.window_overlap is not None else self.max_len // 4
 
 
 _FIELDS = {f.name: f for f in fields(Hyperparameters)}
@@ -170,7 +174,7 @@ def check(hp: Hyperparameters) -> None:
         problems.append("warmup_ratio must be in [0, 1)")
     if hp.max_len < 8:
         problems.append("max_len must be >= 8")
-    if not 0 <= hp.window_overlap <= hp.max_len // 2:
+    if hp.window_overlap is not None and not 0 <= hp.window_overlap <= hp.max_len // 2:
         problems.append("window_overlap must be in [0, max_len / 2]")
     if hp.mixed_precision not in ("auto", "no", "fp16", "bf16"):
         problems.append(f"mixed_precision {hp.mixed_precision!r}: auto, no, fp16 or bf16")

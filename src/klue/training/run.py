@@ -96,7 +96,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
     spec = adapter.head_spec(hp.dropout)
     set_seed(seed)  # the head's initial weights depend on the seed only, not on how the encoder was loaded
     head_model = adapter.build_model(loaded.encoder, spec)
-    ctx = FeaturizeContext(loaded.tokenizer, hp.max_len, uses_token_type_ids(loaded.config), hp.window_overlap)
+    ctx = FeaturizeContext(loaded.tokenizer, hp.max_len, uses_token_type_ids(loaded.config), hp.overlap)
 
     train_features = adapter.featurize(protocol_data.train, ctx)
     selection_records = protocol_data.selection if protocol_data.selection is not None else protocol_data.eval
@@ -109,7 +109,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
                       else f"eval set ({len(protocol_data.eval)} examples), as the official recipe selects on dev")
 
     card = {"task": task.name, "task_version": task.version, "base_model": model, "head": spec.to_json(),
-            "max_len": hp.max_len, "window_overlap": hp.window_overlap, "seed": seed,
+            "max_len": hp.max_len, "window_overlap": hp.overlap, "seed": seed,
             "recipe": resolved.name, "protocol": protocol_data.protocol}
     run_fingerprint = checkpoint.fingerprint({
         "task": task.name, "model": model, "protocol": protocol_data.protocol, "seed": seed, "mode": mode,
@@ -169,3 +169,29 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
         checkpoint.remove_all(accelerator, out_dir)
     accelerator.wait_for_everyone()
     return results
+
+
+def predict(task: Task[Any, Any], model_dir: Path, records: Sequence[Any], *, eval_batch_size: int = 64,
+            cpu: bool = False, mixed_precision: str = "auto") -> list[Any]:
+    """Predictions of a fine-tuned model directory (`<out>/best` of a run) for `records`."""
+    from klue.models.loading import load_finetuned, uses_token_type_ids
+    from klue.training.adapters import get_adapter
+    from klue.training.engine import Engine, make_accelerator
+
+    finetuned = load_finetuned(Path(model_dir))
+    trained_for = finetuned.card.get("task")
+    if trained_for != task.name:
+        raise DataError(f"{model_dir} was fine-tuned for task {trained_for!r}, not {task.name!r}", model_dir)
+    adapter = get_adapter(task)
+    model = adapter.build_model(finetuned.encoder, finetuned.head)
+    finetuned.load_weights_into(model)
+    hp = recipes.Hyperparameters(max_len=int(finetuned.card["max_len"]),
+                                 window_overlap=int(finetuned.card["window_overlap"]),
+                                 eval_batch_size=eval_batch_size, cpu=cpu, mixed_precision=mixed_precision,
+                                 progress=False)
+    accelerator = make_accelerator(hp)
+    model = accelerator.prepare(model)
+    ctx = FeaturizeContext(finetuned.tokenizer, hp.max_len, uses_token_type_ids(finetuned.encoder.config),
+                           hp.overlap)
+    engine = Engine(accelerator, model, adapter, ctx, hp)
+    return engine.predict(records, adapter.featurize(records, ctx))

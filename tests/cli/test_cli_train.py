@@ -1,0 +1,71 @@
+"""`klue train` and `klue predict` end to end on a tiny model: train, predict a file, score it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from klue.cli import app
+from klue.errors import DataError
+
+
+@pytest.fixture(scope="module")
+def nli_model(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> Path:
+    from klue.models.tiny import make_tiny_model_dir
+
+    rows = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))
+    texts = [r[k] for r in rows[:300] for k in ("premise", "hypothesis")]
+    return make_tiny_model_dir(tmp_path_factory.mktemp("nli-model"), "bert", texts, vocab_size=800, max_len=128)
+
+
+@pytest.mark.realdata
+def test_train_predict_score(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    runner = CliRunner()
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["train", "--task", "klue-nli", "--model", str(nli_model), "--protocol",
+                                 "local:dev-80-20", "--data-dir", str(klue_data_dir), "--seed", "3", "--output",
+                                 str(out), "max_steps=2", "batch_size=8", "max_len=64", "evals_per_epoch=0",
+                                 "progress=false"])
+    assert result.exit_code == 0, result.output
+    assert "accuracy" in result.stdout
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["protocol"] == "local:dev-80-20" and results["recipe"] == "paper/base"
+    assert results["hyperparameters"]["total_steps"] == 2 and results["seed"] == 3
+    assert results["data_sources"] and results["library_versions"]["torch"]
+    assert sum(1 for _ in (out / "predictions.jsonl").open()) == results["n_eval"]
+
+    rows = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))
+    subset = tmp_path / "nli-200.json"
+    subset.write_text(json.dumps(rows[:200], ensure_ascii=False), encoding="utf-8")
+    predictions = tmp_path / "pred.jsonl"
+    result = runner.invoke(app, ["predict", "--task", "nli", "--model", str(out / "best"), "--input", str(subset),
+                                 "--output", str(predictions)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["score", "--task", "nli", "--gold", str(subset), "--predictions",
+                                 str(predictions), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_examples"] == 200
+
+
+@pytest.mark.realdata
+def test_bad_input_is_a_data_error(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    common = ["train", "--model", str(nli_model), "--protocol", "local:dev-80-20", "--data-dir",
+              str(klue_data_dir), "--output", str(tmp_path / "x")]
+    result = runner.invoke(app, [*common, "--task", "nli", "learnig_rate=1"])
+    assert isinstance(result.exception, DataError) and "learning_rate" in str(result.exception)
+    result = runner.invoke(app, ["predict", "--task", "ynat", "--model", str(tmp_path), "--input",
+                                 str(tmp_path / "none.json"), "--output", str(tmp_path / "p.jsonl")])
+    assert isinstance(result.exception, DataError)
+
+
+def test_help_explains_train_and_predict() -> None:
+    runner = CliRunner()
+    for command in ("train", "predict"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "--model" in result.output

@@ -1,0 +1,89 @@
+"""Heads over any AutoModel: summed losses, shapes, no token_type_ids for RoBERTa-type models, and a
+saved fine-tuned model that loads back to the same outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn import functional as F  # noqa: N812
+
+from klue.models.heads import IGNORE_INDEX, HeadSpec, build_head
+from klue.models.loading import load_encoder, load_finetuned, save_finetuned, uses_token_type_ids
+from klue.models.tiny import make_tiny_model_dir
+
+TEXTS = ["경찰은 또 성매매 알선 자금을 관리한 박씨의 딸과 성매매 여성 김모씨 등을 입건했다.",
+         "흡연자분들은 발코니가 있는 방이면 발코니에서 흡연이 가능합니다.", "어떤 방에서도 흡연은 금지됩니다.",
+         "무엇보다도 호스트분들이 너무 친절하셨습니다."] * 5
+
+
+@pytest.fixture(scope="module", params=["bert", "roberta"])
+def tiny(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.set_num_threads(1)
+    return make_tiny_model_dir(tmp_path_factory.mktemp(request.param), arch=request.param, texts=TEXTS,
+                               vocab_size=300, max_len=128)
+
+
+def test_a_config_only_directory_trains_from_scratch(tiny: Path) -> None:
+    torch.manual_seed(0)
+    first = load_encoder(tiny)
+    torch.manual_seed(0)
+    second = load_encoder(tiny)
+    assert first.source == "from scratch (config only)"
+    assert first.tokenizer.is_fast
+    assert getattr(first.encoder, "pooler", None) is None  # heads read the first token themselves
+    for a, b in zip(first.encoder.parameters(), second.encoder.parameters()):
+        assert torch.equal(a, b)  # seeded
+    assert uses_token_type_ids(first.config) is (first.config.model_type == "bert")
+
+
+def test_sequence_and_token_heads_return_summed_losses(tiny: Path) -> None:
+    loaded = load_encoder(tiny)
+    encoded = loaded.tokenizer(TEXTS[:3], padding=True, return_tensors="pt")
+    ids, mask = encoded["input_ids"], encoded["attention_mask"]
+
+    classifier = build_head(loaded.encoder, HeadSpec("sequence_classification", ("a", "b", "c"), 0.0)).eval()
+    labels = torch.tensor([0, 2, 1])
+    out = classifier(ids, mask, labels=labels)
+    assert out.logits.shape == (3, 3)
+    assert out.loss_sum is not None
+    torch.testing.assert_close(out.loss_sum, F.cross_entropy(out.logits, labels, reduction="sum"))
+
+    regressor = build_head(loaded.encoder, HeadSpec("sequence_regression", ("score",), 0.0)).eval()
+    targets = torch.tensor([0.5, 4.0, 2.5])
+    out = regressor(ids, mask, labels=targets)
+    assert out.logits.shape == (3, 1)
+    torch.testing.assert_close(out.loss_sum, ((out.logits.squeeze(-1) - targets) ** 2).sum())
+
+    tagger = build_head(loaded.encoder, HeadSpec("token_classification", tuple("ABCDE"), 0.0)).eval()
+    token_labels = torch.full(ids.shape, IGNORE_INDEX)
+    token_labels[:, 1:4] = 2
+    out = tagger(ids, mask, labels=token_labels)
+    assert out.logits.shape == (*ids.shape, 5)
+    keep = token_labels != IGNORE_INDEX
+    torch.testing.assert_close(out.loss_sum, F.cross_entropy(out.logits[keep], token_labels[keep], reduction="sum"))
+    with pytest.raises(ValueError, match="no standard head"):
+        build_head(loaded.encoder, HeadSpec("biaffine", ()))
+
+
+def test_saved_model_loads_back_identically(tiny: Path, tmp_path: Path) -> None:
+    loaded = load_encoder(tiny)
+    spec = HeadSpec("sequence_classification", ("x", "y"), 0.0)
+    model = build_head(loaded.encoder, spec).eval()
+    save_finetuned(tmp_path / "best", model, loaded.tokenizer, {"task": "nli", "head": spec.to_json()})
+    save_finetuned(tmp_path / "best", model, loaded.tokenizer, {"task": "nli", "head": spec.to_json()})  # replace
+    back = load_finetuned(tmp_path / "best")
+    assert back.head == spec
+    rebuilt = build_head(back.encoder, back.head).eval()
+    back.load_weights_into(rebuilt)
+    encoded = loaded.tokenizer(TEXTS[:2], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(model(encoded["input_ids"], encoded["attention_mask"]).logits,
+                                   rebuilt(encoded["input_ids"], encoded["attention_mask"]).logits)
+    # a fine-tuned directory also serves as a starting point: its encoder weights, not fresh ones
+    again = load_encoder(tmp_path / "best")
+    assert again.source == "klue fine-tuned"
+    for a, b in zip(again.encoder.state_dict().values(), model.encoder.state_dict().values()):
+        assert torch.equal(a, b)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # no temporary directories left

@@ -1,0 +1,67 @@
+"""Two CPU processes (DDP over gloo) train to the same weights and metrics as one process.
+
+The processes are started by torchrun (`accelerate launch --cpu` starts several CPU processes only
+through mpirun); accelerate picks the distributed setting up from torchrun's environment.
+
+The loss is normalised over the whole global batch, so splitting a batch over processes changes only the
+order of floating-point sums; NER is used because its loss items (tokens) split unevenly over processes,
+and max_len is small so that long sentences are windowed and evaluation is sharded and gathered."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from klue import registry
+from klue.tasks.base import ProtocolData
+
+SETTINGS = {"learning_rate": 3e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_len": 48,
+            "eval_steps": 4, "logging_steps": 2, "progress": False, "save_checkpoints": False}
+WORKER = Path(__file__).with_name("ddp_worker.py")
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_two_processes_match_one(examples: Callable[[str], list[Any]], tiny_model: Callable[[str, str], Path],
+                                 tmp_path: Path) -> None:
+    import klue.training
+    from safetensors.torch import load_file
+
+    torch.set_num_threads(1)
+    task = registry.get("ner")
+    records = examples("ner")[:30]  # 30: the last global batch is short, so one process gets fewer items
+    data = ProtocolData("local:ner-30", False, "30 NER dev sentences", records, records, None, ())
+    model = str(tiny_model("ner", "bert"))
+    single = klue.training.run(task, model, data, 5, tmp_path / "one", dict(SETTINGS))
+
+    spec = tmp_path / "spec.pkl"
+    spec.write_bytes(pickle.dumps({"task": "ner", "model": model, "data": data, "seed": 5,
+                                   "out": str(tmp_path / "two"), "overrides": dict(SETTINGS)}))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false",
+           "ACCELERATE_USE_CPU": "true"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER),
+               str(spec)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    from klue.reporting.schema import read_results
+
+    double = read_results(tmp_path / "two" / "results.json")
+    assert double.hyperparameters["num_processes"] == 2
+    assert double.scores == pytest.approx(single.scores, abs=1e-6)
+    losses_one = [p["loss"] for p in single.learning_curve if "loss" in p]
+    losses_two = [p["loss"] for p in double.learning_curve if "loss" in p]
+    assert losses_two == pytest.approx(losses_one, rel=1e-4)
+    weights_one = load_file(str(tmp_path / "one" / "best" / "model.safetensors"))
+    weights_two = load_file(str(tmp_path / "two" / "best" / "model.safetensors"))
+    for name in weights_one:
+        torch.testing.assert_close(weights_two[name], weights_one[name], rtol=1e-4, atol=1e-5)
+    assert (tmp_path / "one" / "predictions.jsonl").read_text() == (tmp_path / "two" / "predictions.jsonl").read_text()

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from klue.cli._common import stdout
+from rich.console import Console
 
 
 def register(app: typer.Typer) -> None:
@@ -66,4 +66,4 @@ def tasks_command(
                               for p in entry["protocols"])
         table.add_row(entry["name"], entry["title"], files, sizes, _labels(entry["labels"]),
                       ", ".join(entry["metrics"]), protocols)
-    stdout.print(table)
+    Console().print(table)  # made per call so it follows the terminal width (COLUMNS) of this run

@@ -85,41 +85,50 @@ _ADDRESS = re.compile(
 _LOT_ONLY = re.compile(rf"(?<![가-힣])[가-힣]{{1,5}}동\s?\d{{1,5}}(?:-\d{{1,5}})?번지{_UNIT}")
 
 # ---------------------------------------------------------------- names
+def _words(*parts: str) -> list[str]:
+    """Space-separated word lists, kept readable in the source."""
+    return " ".join(parts).split()
+
+
 # The common Korean surnames (statistics Korea 2015: the top ~100 cover more than 99.9%), and compound ones.
-SURNAMES_SINGLE = frozenset(
-    "김 이 박 최 정 강 조 윤 장 임 한 오 서 신 권 황 안 송 류 유 전 홍 고 문 양 손 배 백 허 남 심 노 하 곽 성 차 주 우 구 "
-    "민 진 지 엄 채 원 천 방 공 현 함 변 염 여 추 도 소 석 선 설 마 길 연 위 표 명 기 반 라 왕 금 옥 육 인 맹 제 모 탁 국 "
-    "어 은 편 용 예 경 봉 사 부 가 복 태 목 형 피 두 감 음 빈 동 온 호 범 좌 팽 승 간 상 갈 단 견 당".split())
-SURNAMES_COMPOUND = frozenset("남궁 황보 제갈 선우 독고 사공 서문 동방 어금 망절".split())
+SURNAMES_SINGLE = frozenset(_words(
+    "김 이 박 최 정 강 조 윤 장 임 한 오 서 신 권 황 안 송 류 유 전 홍 고 문 양 손 배 백 허 남 심 노 하 곽 성 차 주",
+    "우 구 민 진 지 엄 채 원 천 방 공 현 함 변 염 여 추 도 소 석 선 설 마 길 연 위 표 명 기 반 라 왕 금 옥 육 인",
+    "맹 제 모 탁 국 어 은 편 용 예 경 봉 사 부 가 복 태 목 형 피 두 감 음 빈 동 온 호 범 좌 팽 승 간 상 갈 단 견 당"))
+SURNAMES_COMPOUND = frozenset(_words("남궁 황보 제갈 선우 독고 사공 서문 동방 어금 망절"))
 # Words after a name that make it one (titles, honorifics, roles).
-_TITLES = frozenset(
-    "씨 님 군 양 옹 선생 선생님 교수 교수님 기자 대표 의원 장관 대통령 총리 회장 사장 부장 과장 차장 대리 팀장 실장 "
-    "국장 원장 소장 감독 선수 박사 변호사 작가 위원장 위원 시장 지사 군수 구청장 이사 이사장 사원 주임 간호사 의사 "
-    "판사 검사 목사 신부 스님 씨가 씨는 씨의 씨를 씨와 씨에게 학생 씨께 어머니 아버지 할머니 할아버지 고객 고객님 "
-    "환자 상무 전무 부회장 부사장 총장 처장 단장 편집장 앵커 특파원 연구원 수석 책임 선임 주무관 사무관 경위 경감 "
-    "경사 순경 대위 중위 병장 일병 이병 상병".split())
+_TITLES = frozenset(_words(
+    "씨 님 군 양 옹 선생 선생님 교수 교수님 기자 대표 의원 장관 대통령 총리 회장 사장 부장 과장 차장 대리 팀장",
+    "실장 국장 원장 소장 감독 선수 박사 변호사 작가 위원장 위원 시장 지사 군수 구청장 이사 이사장 사원 주임",
+    "간호사 의사 판사 검사 목사 신부 스님 씨가 씨는 씨의 씨를 씨와 씨에게 학생 씨께 어머니 아버지 할머니",
+    "할아버지 고객 고객님 환자 상무 전무 부회장 부사장 총장 처장 단장 편집장 앵커 특파원 연구원 수석 책임",
+    "선임 주무관 사무관 경위 경감 경사 순경 대위 중위 병장 일병 이병 상병"))
 _NAME_TAGS = ("NNP",)
 # Last syllables of 3-syllable proper nouns that name places and organisations, not people ("강남구", "신사동").
-_PLACE_SUFFIXES = frozenset("구 시 군 읍 면 리 로 길 역 당 청 도 동 산 강 천 섬 항 대 국 원 관 사 처 부 교 실 소 점 성 전"
-                            .split())
+_PLACE_SUFFIXES = frozenset(_words(
+    "구 시 군 읍 면 리 로 길 역 당 청 도 동 산 강 천 섬 항 대 국 원 관 사 처 부 교 실 소 점 성 전"))
 # Syllables common in given names (used to draw pseudonyms, and as evidence when no title follows).
-_GIVEN_SYLLABLES = ("민 서 지 현 준 우 윤 수 영 진 하 은 연 예 도 주 호 성 재 유 혜 희 경 정 원 승 채 동 혁 훈 빈 아 나 "
-                    "린 율 건 태 상 철 석 기 광 명 선 미 숙 순 옥 자 식 환 규 범 찬 결 온 솔 별 비 람 슬 새 한 인").split()
-_NAME_SYLLABLES = frozenset(_GIVEN_SYLLABLES) | frozenset(
-    "용 길 세 훈 열 근 섭 종 창 형 완 용 익 일 남 녀 란 화 향 애 임 옥 분 례 덕 복 신 보 효 문 중 범 욱 웅 열 택 "
-    "용 환 혜 소 다 시 리 이 라 가 해 겸 찬 휘 록 운 웅 곤 강 구 국 권 균 근 금 래 련 령 룡 륜 만 모 무 묵 배 백 병 "
-    "봉 부 삼 생 송 식 심 안 양 엽 오 완 왕 요 위 의 장 전 제 조 종 직 집 천 청 초 춘 충 치 탁 판 평 표 풍 필 학 "
-    "항 헌 형 홍 황 회 후 흠 흥 희".split())
-_NON_PERSON_NNP = frozenset("대한민국 한국어 한국인 한국전력 조선일보 동아일보 한겨레 경향신문 한국은행 신한은행 국민은행 "
-                            "우리은행 하나은행 이마트 홈플러스 한라산 백두산 김포공항 인천공항 제주도 강원도 경기도 "
-                            "전라도 경상도 충청도 이순신 세종대왕".split())
+_GIVEN_SYLLABLES = _words(
+    "민 서 지 현 준 우 윤 수 영 진 하 은 연 예 도 주 호 성 재 유 혜 희 경 정 원 승 채 동 혁 훈 빈 아 나 린 율 건",
+    "태 상 철 석 기 광 명 선 미 숙 순 옥 자 식 환 규 범 찬 결 온 솔 별 비 람 슬 새 한 인")
+_NAME_SYLLABLES = frozenset(_GIVEN_SYLLABLES) | frozenset(_words(
+    "용 길 세 훈 열 근 섭 종 창 형 완 익 일 남 녀 란 화 향 애 임 옥 분 례 덕 복 신 보 효 문 중 범 욱 웅 택 환",
+    "혜 소 다 시 리 이 라 가 해 겸 찬 휘 록 운 곤 강 구 국 권 균 근 금 래 련 령 룡 륜 만 모 무 묵 배 백 병 봉 부",
+    "삼 생 송 식 심 안 양 엽 오 왕 요 위 의 장 전 제 조 종 직 집 천 청 초 춘 충 치 탁 판 평 표 풍 필 학 항 헌",
+    "형 홍 황 회 후 흠 흥 희"))
+# Proper nouns that look like names but are places, organisations or historical figures (not personal data).
+_NON_PERSON_NNP = frozenset(_words(
+    "대한민국 한국어 한국인 한국전력 조선일보 동아일보 한겨레 경향신문 한국은행 신한은행 국민은행 우리은행",
+    "하나은행 이마트 홈플러스 한라산 백두산 김포공항 인천공항 제주도 강원도 경기도 전라도 경상도 충청도",
+    "이순신 세종대왕"))
 _SURNAME_WEIGHTS: tuple[tuple[str, int], ...] = (
     ("김", 215), ("이", 147), ("박", 84), ("최", 47), ("정", 44), ("강", 23), ("조", 21), ("윤", 21), ("장", 20),
     ("임", 17), ("한", 15), ("오", 15), ("서", 15), ("신", 15), ("권", 14), ("황", 14), ("안", 14), ("송", 13),
     ("류", 12), ("전", 11), ("홍", 11), ("고", 9), ("문", 9), ("양", 9), ("손", 9), ("배", 8), ("백", 8), ("허", 6))
 
 NameFinder = Callable[[str], Sequence[tuple[int, int]]]
-"""Person-name spans (start, end) in a text: e.g. the PS entities of an NER model."""
+"""Person-name spans (start, end) in a text: e.g. the PS entities of an NER model. A finder may also have
+`prefetch(texts)`, which `pseudonymise_files` calls with each file's texts first (batched inference)."""
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -609,7 +618,10 @@ def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDete
     files: list[FileReport] = []
     total: Counter[str] = Counter()
     for file_index, path in enumerate(inputs):
-        kind, documents = _read_documents(str(path), text_field)
+        _, documents = _read_documents(str(path), text_field)
+        prefetch = getattr(detector.name_finder, "prefetch", None)
+        if prefetch is not None:
+            prefetch([d[text_field] if isinstance(d, dict) else str(d) for d in documents])
         lines: list[str] = []
         counts: Counter[str] = Counter()
         changed = 0

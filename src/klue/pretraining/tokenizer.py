@@ -29,6 +29,7 @@ and the last-learned pieces are dropped until the vocabulary is at most `vocab_s
 
 from __future__ import annotations
 
+import itertools
 import json
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -115,7 +116,7 @@ def training_units(text: str, spec: TokenizerSpec, pre_tokenizer: Any, cuts: Seq
     for start, end in _word_spans(text, spec, pre_tokenizer):
         inner = [p for p in cut_set if start < p < end]
         bounds = [start, *inner, end]
-        for index, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        for index, (a, b) in enumerate(itertools.pairwise(bounds)):
             piece = text[a:b]
             if spec.continuation:
                 units.append(piece if index == 0 else _SENTINEL + piece)
@@ -145,8 +146,7 @@ def _rename_sentinel(token: str) -> str | None:
     if not token.startswith(_SENTINEL):
         return token
     rest = token[len(_SENTINEL):]
-    if rest.startswith(CONTINUATION):  # the trainer prefixes later characters: "\ue000" + "##에" merged
-        rest = rest[len(CONTINUATION):]
+    rest = rest.removeprefix(CONTINUATION)
     return CONTINUATION + rest if rest else None
 
 
@@ -218,7 +218,7 @@ def _postprocess_continuation_model(model: dict[str, Any], specials: Sequence[st
 
 
 def _strip_continuation(token: str) -> str:
-    return token[len(CONTINUATION):] if token.startswith(CONTINUATION) else token
+    return token.removeprefix(CONTINUATION)
 
 
 def _fix_unigram_metaspace(model: dict[str, Any], specials: Sequence[str], vocab_size: int) -> dict[str, Any]:
@@ -356,10 +356,10 @@ def read_spec(directory: Path) -> TokenizerSpec | None:
 def token_surface(token: str, spec: TokenizerSpec) -> str:
     """The characters of the (normalised) text a vocabulary piece stands for."""
     if spec.continuation:
-        return token[len(CONTINUATION):] if token.startswith(CONTINUATION) else token
+        return token.removeprefix(CONTINUATION)
     if spec.pretokenize == "none":
         return token.replace(METASPACE, " ")
-    return token[len(METASPACE):] if token.startswith(METASPACE) else token
+    return token.removeprefix(METASPACE)
 
 
 @dataclass(frozen=True)
@@ -442,7 +442,7 @@ def boundary_agreement(tokenizer: Any, texts: Iterable[str], splitter: MorphemeS
         if not text.strip():
             continue
         offsets = tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)["offset_mapping"]
-        inner = {start for (_, end), (start, _) in zip(offsets, offsets[1:], strict=False)
+        inner = {start for (_, end), (start, _) in itertools.pairwise(offsets)
                  if end == start and _inside_word(text, start)}
         kiwi = {p for p in splitter.cuts(text) if _inside_word(text, p)}
         tok_cuts += len(inner)

@@ -73,3 +73,30 @@ def test_bad_predictions_exit_2_naming_the_guids(shared_data_dir: Path, tmp_path
     assert result.returncode == 2
     assert "klue: error:" in result.stderr and "158 gold examples have no prediction" in result.stderr
     assert "'nobody-0'" in result.stderr
+
+
+def test_score_imports_no_heavy_library_and_is_fast(klue_data_dir: Path, shared_data_dir: Path) -> None:
+    """`klue score` on the full NER dev set in a fresh process: no torch, sklearn, scipy or seqeval import
+    (each costs seconds to start), and the whole call well under the 2 s budget on an idle machine (the
+    bound here is looser because the test suite runs tests in parallel)."""
+    import time
+
+    code = (
+        "import sys\n"
+        "from klue.cli import app\n"
+        "try:\n"
+        "    app(sys.argv[1:])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code in (0, None), done.code\n"
+        "heavy = sorted(m for m in ('torch', 'sklearn', 'scipy', 'seqeval', 'transformers') if m in sys.modules)\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    args = ["score", "--task", "ner", "--gold", str(klue_data_dir / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"),
+            "--predictions", str(shared_data_dir / "scoring-cases" / "ner" / "pred_1.json.gz"), "--json"]
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stderr
+    assert json.loads(done.stdout)["entity_macro_f1"] > 0
+    assert elapsed < 6.0, elapsed

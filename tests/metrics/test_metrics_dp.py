@@ -137,3 +137,17 @@ def test_scoring_cases_match_the_transcription_on_real_dev(dev_gold: tuple[Sente
     report = dp.compute(heads, deprels, ph, pl)
     for name, value in _official_reference(heads, deprels, ph, pl).items():
         assert report.scores[name] == pytest.approx(value, abs=1e-6), name
+
+
+def test_ud_labels_give_standard_las_and_per_label_f1() -> None:
+    from klue.metrics.dp import compute_ud
+
+    gold_heads, gold_labels = [[2, 0, 2]], [["nsubj", "root", "obj"]]
+    pred_heads, pred_labels = [[2, 0, 1]], [["nsubj", "root", "nsubj"]]
+    report = compute_ud(gold_heads, gold_labels, pred_heads, pred_labels)
+    assert report.scores["uas"] == pytest.approx(200 / 3)
+    assert report.scores["las"] == report.scores["las_micro_f1"] == pytest.approx(200 / 3)
+    # nsubj: tp 1, pred 2, gold 1 -> F1 2/3; root: 1; obj: tp 0 -> 0
+    assert report.breakdown["las_f1_per_label"] == pytest.approx({"nsubj": 200 / 3, "obj": 0.0, "root": 100.0})
+    assert report.scores["las_macro_f1"] == pytest.approx((200 / 3 + 100) / 3)
+    assert compute_ud(gold_heads, gold_labels, pred_heads, pred_labels, mode="corrected").scores == report.scores

@@ -8,6 +8,7 @@ transformers) are imported inside commands, never at start-up: `klue score` must
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 
@@ -31,6 +32,38 @@ def _register_all() -> None:
     for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if not module.name.startswith("_"):
             importlib.import_module(f"klue.cli.{module.name}").register(app)
+    _unwrap_help(app)
+
+
+def unwrap_paragraphs(text: str) -> str:
+    """Join the hard-wrapped lines of each paragraph so help text reflows to the terminal width.
+
+    Typer's rich help keeps the single line breaks of a docstring's later paragraphs, which reads as ragged
+    text in a terminal of another width. Lines that start a list item ("- ", "* ", a digit and ". ") or are
+    indented stay on their own line.
+    """
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            keeps_break = (not lines or line.startswith((" ", "-", "*", "\b"))
+                           or line.split(". ", 1)[0].isdigit())
+            if keeps_break:
+                lines.append(line)
+            else:
+                lines[-1] = f"{lines[-1]} {line.strip()}"
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def _unwrap_help(typer_app: typer.Typer) -> None:
+    for command in typer_app.registered_commands:
+        text = command.help or (command.callback.__doc__ if command.callback else None)
+        if text:
+            command.help = unwrap_paragraphs(text)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _unwrap_help(group.typer_instance)
 
 
 _register_all()

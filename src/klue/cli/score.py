@@ -20,8 +20,8 @@ def register(app: typer.Typer) -> None:
 
 
 def score_command(
-    task_name: Annotated[str, typer.Option("--task", help="Task name: ynat sts nli ner re dp mrc wos "
-                                           "(aliases such as klue-ner accepted).", show_default=False)],
+    task_name: Annotated[str, typer.Option("--task", help="Task name or alias, e.g. ner or klue-ner "
+                                           "(`klue tasks` lists them).", show_default=False)],
     gold: Annotated[Path, typer.Option("--gold", help="Gold file in the official format (or the format "
                                        "named by --gold-format).", show_default=False)],
     predictions: Annotated[Path, typer.Option("--predictions", help="Prediction file: JSON Lines, one object "

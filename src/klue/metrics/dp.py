@@ -231,3 +231,47 @@ def compute(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequence
         breakdown={"las_f1_per_label": per_label},
         n_examples=len(gold_heads),
     )
+
+
+def compute_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequence[str]],
+               pred_heads: Sequence[Sequence[int]], pred_deprels: Sequence[Sequence[str]],
+               mode: MetricMode = "official") -> MetricReport:
+    """Scores for any other label set (UD Korean CoNLL-U), which has no KLUE label order to collapse by.
+
+    Head scores are the official ones (they only use head indices). Without a label order there is no
+    collapse, so both modes give the standard figures: `las_micro_f1` = `las` (right head and label), and
+    `las_macro_f1` = labelled-attachment F1 per label, macro over the labels in gold or prediction.
+    """
+    check_mode(mode)
+    _check_shapes(gold_heads, gold_deprels, pred_heads, pred_deprels)
+    heads = uas_counts(gold_heads, pred_heads)
+    tp: dict[str, int] = {}
+    n_gold: dict[str, int] = {}
+    n_pred: dict[str, int] = {}
+    n_words = n_head_right = 0
+    for gh_row, gd_row, ph_row, pd_row in zip(gold_heads, gold_deprels, pred_heads, pred_deprels):
+        for gh, gd, ph, pd in zip(gh_row, gd_row, ph_row, pd_row):
+            n_words += 1
+            n_gold[gd] = n_gold.get(gd, 0) + 1
+            n_pred[pd] = n_pred.get(pd, 0) + 1
+            if gh == ph:
+                n_head_right += 1
+                if gd == pd:
+                    tp[gd] = tp.get(gd, 0) + 1
+    per_label = {k: 100.0 * f1_ratio(tp.get(k, 0), n_pred.get(k, 0), n_gold.get(k, 0))
+                 for k in sorted(set(n_gold) | set(n_pred))}
+    las = math.nan if n_words == 0 else 100.0 * sum(tp.values()) / n_words
+    return MetricReport(
+        task=TASK_NAME,
+        mode=mode,
+        scores={
+            "uas_macro_f1": heads.macro_f1(),
+            "las_macro_f1": float(np.mean(list(per_label.values()))) if per_label else math.nan,
+            "uas_micro_f1": heads.accuracy(),
+            "las_micro_f1": las,
+            "uas": math.nan if n_words == 0 else 100.0 * n_head_right / n_words,
+            "las": las,
+        },
+        breakdown={"las_f1_per_label": per_label},
+        n_examples=len(gold_heads),
+    )

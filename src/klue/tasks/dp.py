@@ -9,8 +9,6 @@ with UD labels: `DpRecord.label_set` says which label set a record uses.
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,41 +225,8 @@ def evaluate(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: Met
     if label_sets != {"ud"}:
         return dp_metric.compute(gold_heads, [list(g.deprels) for g in golds], pred_heads,
                                  [list(p.deprels) for p in preds], mode=mode)
-    return _evaluate_ud(golds, preds, gold_heads, pred_heads, mode)
-
-
-def _evaluate_ud(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], gold_heads: list[list[int]],
-                 pred_heads: list[list[int]], mode: MetricMode) -> MetricReport:
-    """Scores for UD-labelled records (CoNLL-U), which have no KLUE label order to collapse by.
-
-    Head scores come from `klue.metrics.dp` unchanged. Label scores need only label equality, so each
-    word's labels are replaced by "same" / "different" stand-ins (NP vs VP, both below the collapse
-    index): `las_micro_f1` is then standard LAS. `las_macro_f1` is the labelled-attachment F1 per UD
-    label (the metric's corrected definition: tp = right head and label), macro over labels present.
-    """
-    from klue.metrics import dp as dp_metric
-    from klue.metrics.classification import f1_ratio
-
-    same, different = DEPRELS[0], DEPRELS[2]
-    stand_in_gold = [[same] * len(g.deprels) for g in golds]
-    stand_in_pred = [[same if a == b else different for a, b in zip(g.deprels, p.deprels)]
-                     for g, p in zip(golds, preds)]
-    base = dp_metric.compute(gold_heads, stand_in_gold, pred_heads, stand_in_pred, mode=mode)
-    tp: Counter[str] = Counter()
-    n_gold: Counter[str] = Counter()
-    n_pred: Counter[str] = Counter()
-    for gold, pred in zip(golds, preds):
-        n_gold.update(gold.deprels)
-        n_pred.update(pred.deprels)
-        tp.update(g for g, p, gh, ph in zip(gold.deprels, pred.deprels, gold.heads, pred.heads)
-                  if g == p and gh == ph)
-    labels = sorted(set(n_gold) | set(n_pred))
-    per_label = {k: 100.0 * f1_ratio(tp[k], n_pred[k], n_gold[k]) for k in labels}
-    scores = dict(base.scores)
-    scores["las_micro_f1"] = scores["las"]
-    scores["las_macro_f1"] = sum(per_label.values()) / len(per_label) if per_label else math.nan
-    return MetricReport(task=base.task, mode=mode, scores=scores, breakdown={"las_f1_per_label": per_label},
-                        n_examples=base.n_examples)
+    return dp_metric.compute_ud(gold_heads, [list(g.deprels) for g in golds], pred_heads,
+                                [list(p.deprels) for p in preds], mode=mode)
 
 
 UD_GSD = FileProtocol(

@@ -6,7 +6,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-
 from rich.console import Console
 
 

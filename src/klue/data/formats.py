@@ -15,10 +15,10 @@ def read_text(path: Path, log: ProblemLog) -> str | None:
     try:
         data = path.read_bytes()
     except OSError as error:
-        log.error("", f"cannot read file: {error.strerror or error}")
+        log.error("", f"cannot read file: {error.strerror or error}")  # noqa: PLE1205 (ProblemLog, not logging)
         return None
     if not data.strip():
-        log.error("line 1", "the file is empty")
+        log.error("line 1", "the file is empty")  # noqa: PLE1205
         return None
     try:
         text = data.decode("utf-8")

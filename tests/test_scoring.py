@@ -42,6 +42,16 @@ def _real_golds(klue: Path, shared: Path) -> list[tuple[str, Path, str | None]]:
         ("mrc", shared / CASES / "mrc/gold_edge.json", "unchecked-offsets"),
         ("wos", shared / CASES / "wos/gold.json", None),
         ("wos", shared / CASES / "wos/gold_edge.json", None),
+        # the other real files of ../shared/data
+        ("ner", shared / "klue-partial/klue-ner-v1.1/klue-ner-v1.1_train.first5000.tsv", None),
+        ("ynat", shared / "klue-partial/ynat-v1.1/ynat-v1_dev_sample_10.json", None),
+        ("wos", shared / "klue-partial/wos-v1.1/wos-v1.1_dev_sample_10.json", None),
+        ("re", shared / "klue-derived/re-train-sample/klue-re-v1.1_train.sample3247.json", None),
+        ("ynat", shared / "klue-derived/ynat-resplit/ynat-resplit_test.json", "ynat-resplit"),
+        ("nli", shared / "korean/kornli/xnli.dev.ko.tsv", "kornli"),
+        ("sts", shared / "korean/korsts/sts-dev.tsv", "korsts"),
+        ("mrc", shared / "korean/korquad-v1/KorQuAD_v1.0_dev.json", "korquad"),
+        *(("dp", path, "conllu") for path in sorted((shared / "korean/ud-korean").glob("*.conllu"))),
     ]
 
 

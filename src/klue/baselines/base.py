@@ -16,6 +16,8 @@ that returns an object following the `Baseline` protocol below:
   evaluation set: it selects on a slice of ``train`` or not at all).
 - ``predict(records) -> list[prediction]`` -- one ``task.prediction_type`` per record, in the same order,
   carrying that record's guid (``task.guid(record)``).
+- optionally ``attach_data(protocol_data) -> None`` -- called before ``fit`` when defined, for a baseline
+  that needs a task resource the records do not carry (WoS reads ``ontology.json`` from the data roots).
 
 Rules every baseline keeps: deterministic for a seed (no global random state; nothing depends on
 ``hash()`` of strings, which Python randomises per process; no set iteration feeding a model), CPU only,
@@ -158,6 +160,9 @@ def run(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_d
     out_dir = Path(out_dir)
     started = time.perf_counter()
     baseline = make_baseline(task, seed)
+    attach = getattr(baseline, "attach_data", None)
+    if callable(attach):
+        attach(protocol_data)
 
     fit_start = time.perf_counter()
     baseline.fit(list(protocol_data.train), None if protocol_data.selection is None

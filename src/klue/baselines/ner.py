@@ -47,7 +47,7 @@ class MorphemeTagger:
     def __init__(self) -> None:
         from kiwipiepy import Kiwi
 
-        self._kiwi = Kiwi(num_workers=0)  # 0 = one thread (kiwipiepy >= 0.21)
+        self._kiwi = Kiwi(num_workers=1)  # one thread, for determinism
 
     def tags(self, text: str) -> list[str]:
         """One tag per character of `text` (spaces included; characters Kiwi skips get `X`)."""

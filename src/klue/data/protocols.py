@@ -113,7 +113,8 @@ class FileProtocol:
     description: str  # one sentence: what is trained and evaluated on, and that it is not official
 
     def refs(self) -> list[FileRef]:
-        return [self.train, self.eval]
+        """The files it reads, each once (train and eval may be the same file)."""
+        return list(dict.fromkeys([self.train, self.eval]))
 
     def missing(self, roots: DataRoots) -> list[FileRef]:
         return [ref for ref in self.refs() if not ref.exists(roots)]

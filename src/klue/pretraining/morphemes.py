@@ -24,9 +24,9 @@ def cut_points(text: str, spans: Iterable[tuple[int, int]]) -> list[int]:
 
 @dataclass
 class MorphemeSplitter:
-    """Kiwi, loaded once (about 3 s); `num_workers=-1` keeps it on the calling thread (the machine is shared)."""
+    """Kiwi, loaded once (about 3 s); one worker thread by default (kiwipiepy >= 0.21: -1 = every core)."""
 
-    num_workers: int = -1
+    num_workers: int = 1
     _kiwi: Any = field(default=None, init=False, repr=False)
 
     @property

@@ -23,14 +23,15 @@ def _read(task: Any, path: Path, reader: Callable[[Path, ProblemLog], list[Any]]
 
 
 def record_texts(record: Any) -> list[str]:
-    names = ("title", "premise", "hypothesis", "sentence1", "sentence2", "text")
+    names = ("title", "premise", "hypothesis", "sentence1", "sentence2", "text", "sentence")
     return [getattr(record, name) for name in names if isinstance(getattr(record, name, None), str)]
 
 
 @pytest.fixture(scope="session")
 def examples(klue_data_dir: Path, shared_data_dir: Path) -> Callable[[str], list[Any]]:
     """`examples(task_name)`: 64 real records. NLI, STS, NER: the first of the official dev files;
-    YNAT (no official dev here): the first titles of each class of the ynat-resplit train file."""
+    YNAT (no official dev here): the first titles of each class of the ynat-resplit train file; RE: the
+    first of the real train sample (klue-derived/re-train-sample); DP: the first of the official dev file."""
     cache: dict[str, list[Any]] = {}
 
     def get(name: str) -> list[Any]:
@@ -44,6 +45,9 @@ def examples(klue_data_dir: Path, shared_data_dir: Path) -> Callable[[str], list
                     by_label[record.label].append(record)
                 per_class = -(-N_EXAMPLES // len(task.labels))
                 cache[name] = [r for label in task.labels for r in by_label[label][:per_class]][:N_EXAMPLES]
+            elif name == "re":
+                path = shared_data_dir / "klue-derived" / "re-train-sample" / "klue-re-v1.1_train.sample3247.json"
+                cache[name] = _read(task, path)[:N_EXAMPLES]
             else:
                 entry = task.file("dev")
                 assert entry is not None

@@ -48,3 +48,13 @@ def test_overrides_are_typed_and_checked() -> None:
         parse_overrides(["epochs"])
     with pytest.raises(DataError, match="unknown recipe"):
         load_recipe("nonexistent")
+
+
+def test_head_options_are_collected_for_the_adapter() -> None:
+    values = parse_overrides(["head.pooling=cls", "head.markers=typed", "epochs=1"])
+    hp = resolve("paper", "re", BASE, values).hyperparameters
+    assert hp.head_options == {"pooling": "cls", "markers": "typed"}
+    assert hp.epochs == 1.0
+    assert resolve("paper", "re", BASE, {}).hyperparameters.head_options == {}
+    with pytest.raises(DataError, match="unknown hyper-parameter 'head.'"):
+        resolve("paper", "re", BASE, {"head.": "x"})

@@ -5,8 +5,10 @@ character is described by its identity and its neighbours within two positions, 
 trigrams around it, a character class (Hangul, digit, Latin upper/lower, Hanja, punctuation by Unicode
 category, other) with the classes of its neighbours, whether a space precedes or follows it (its
 position in the eojeol), the eojeol it belongs to with that eojeol's first two and last one or two
-characters, and the Kiwi morpheme tag covering it (B-/I- prefixed) with its neighbours' tags. Kiwi
-tags add about 2.5 entity F1 points over characters alone on a held-out part of the training data.
+characters, and the Kiwi morpheme covering it: its tag (B-/I- prefixed) with its neighbours' tags, and
+its form and the forms of the morphemes before and after it. On a 4,000/1,000 split of the training
+data, Kiwi tags added about 2.5 entity F1 points over characters alone; the morpheme form with 250 L-BFGS
+iterations (instead of 100) took the split from 78.19 to 78.46, the neighbouring forms to 78.73.
 Spaces are predicted as `O` (their tags are ignored by the metric).
 """
 
@@ -42,26 +44,43 @@ def char_class(char: str) -> str:
 
 
 class MorphemeTagger:
-    """Kiwi morpheme tags per character (`B-NNP`, `I-NNP`, ...), single-threaded for determinism."""
+    """Kiwi morphemes per character: tags (`B-NNP`, `I-NNP`, ...) and forms; single-threaded."""
 
     def __init__(self) -> None:
         from kiwipiepy import Kiwi
 
         self._kiwi = Kiwi(num_workers=1)  # one thread, for determinism
 
-    def tags(self, text: str) -> list[str]:
-        """One tag per character of `text` (spaces included; characters Kiwi skips get `X`)."""
+    def analyse(self, text: str) -> tuple[list[str], list[str]]:
+        """One tag and one `form/TAG` per character of `text` (spaces included; characters Kiwi skips
+        get `X`). Kiwi's forms are normalised morphemes, so they are features, never offsets."""
         tags = ["X"] * len(text)
+        forms = ["X"] * len(text)
         for token in self._kiwi.tokenize(text):
             for position in range(token.start, min(token.start + token.len, len(text))):
                 tags[position] = ("B-" if position == token.start else "I-") + token.tag
-        return tags
+                forms[position] = f"{token.form}/{token.tag}"
+        return tags, forms
 
 
-def sentence_features(chars: Sequence[str], morpheme_tags: Sequence[str] | None) -> list[list[str]]:
+
+def neighbour_morphemes(forms: Sequence[str]) -> tuple[list[str], list[str]]:
+    """For each character, the morpheme before and after the one covering it (`forms` repeats a morpheme
+    once per character it covers, so runs of equal values are one morpheme)."""
+    n = len(forms)
+    previous, following = [_BOS] * n, [_EOS] * n
+    for k in range(1, n):
+        previous[k] = previous[k - 1] if forms[k] == forms[k - 1] else forms[k - 1]
+    for k in range(n - 2, -1, -1):
+        following[k] = following[k + 1] if forms[k] == forms[k + 1] else forms[k + 1]
+    return previous, following
+
+
+def sentence_features(chars: Sequence[str], morpheme_tags: Sequence[str] | None,
+                      morpheme_forms: Sequence[str] | None = None) -> list[list[str]]:
     """Feature strings for each non-space character of a sentence (`chars` includes spaces).
 
-    `morpheme_tags`, when given, has one tag per character of `chars`.
+    `morpheme_tags` and `morpheme_forms`, when given, have one entry per character of `chars`.
     """
     keep = [i for i, c in enumerate(chars) if c != SPACE]
     text = [chars[i] for i in keep]
@@ -76,6 +95,8 @@ def sentence_features(chars: Sequence[str], morpheme_tags: Sequence[str] | None)
         word_of.append(word_index)
     classes = [char_class(c) for c in text]
     tags = [morpheme_tags[i] for i in keep] if morpheme_tags is not None else None
+    forms = [morpheme_forms[i] for i in keep] if morpheme_forms is not None else None
+    previous_form, next_form = neighbour_morphemes(forms) if forms is not None else ([], [])
 
     def char_at(j: int) -> str:
         return text[j] if 0 <= j < n else (_BOS if j < 0 else _EOS)
@@ -104,6 +125,8 @@ def sentence_features(chars: Sequence[str], morpheme_tags: Sequence[str] | None)
                 row.append(f"m-={tags[k - 1]}{tags[k]}")
             if k + 1 < n:
                 row.append(f"m+={tags[k]}{tags[k + 1]}")
+        if forms is not None:
+            row += [f"mf={forms[k]}", f"mf-={previous_form[k]}", f"mf+={next_form[k]}"]
         features.append(row)
     return features
 
@@ -113,7 +136,7 @@ class NerBaseline:
 
     name = "char-crf"
 
-    def __init__(self, seed: int, c1: float = 0.1, c2: float = 0.01, max_iterations: int = 100,
+    def __init__(self, seed: int, c1: float = 0.1, c2: float = 0.01, max_iterations: int = 250,
                  morpheme_features: bool = True) -> None:
         self.seed = seed  # L-BFGS on a fixed record order is deterministic; the seed changes nothing
         self.hyperparameters: dict[str, Any] = {
@@ -121,7 +144,7 @@ class NerBaseline:
             "c1": c1, "c2": c2, "max_iterations": max_iterations,
             "feature.possible_transitions": True,
             "features": "char window +-2, char bigrams/trigrams, char classes, eojeol position/prefix/suffix"
-                        + (", Kiwi morpheme tags" if morpheme_features else ""),
+                        + (", Kiwi morpheme tags and forms" if morpheme_features else ""),
             "morpheme_features": morpheme_features,
         }
         self._params = {"c1": c1, "c2": c2, "max_iterations": max_iterations,
@@ -130,8 +153,10 @@ class NerBaseline:
         self._model: bytes | None = None
 
     def _features(self, record: NerRecord) -> list[list[str]]:
-        tags = self._morphemes.tags(record.text) if self._morphemes is not None else None
-        return sentence_features(record.chars, tags)
+        if self._morphemes is None:
+            return sentence_features(record.chars, None)
+        tags, forms = self._morphemes.analyse(record.text)
+        return sentence_features(record.chars, tags, forms)
 
     def fit(self, train: list[NerRecord], selection: list[NerRecord] | None) -> None:
         # `selection` is not used: hyper-parameters were tuned once on a split of the training data.

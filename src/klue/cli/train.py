@@ -22,8 +22,8 @@ def _default_output(task: str, model: str, protocol: str, seed: int) -> Path:
 
 
 def train_command(
-    task_name: Annotated[str, typer.Option("--task", help="Task: ynat sts nli ner (aliases such as klue-ner "
-                                           "accepted); tasks without a fine-tuning adapter say so.",
+    task_name: Annotated[str, typer.Option("--task", help="Task name or alias (klue-ner ...; `klue tasks` "
+                                           "lists them); a task without a fine-tuning adapter says so.",
                                            show_default=False)],
     model: Annotated[str, typer.Option("--model", help="A Hugging Face hub name (klue/roberta-large) or a "
                                        "local directory: with weights = that pretrained model; config.json + "

@@ -141,3 +141,39 @@ def build_head(encoder: nn.Module, spec: HeadSpec) -> EncoderWithHead:
     if spec.kind == "token_classification":
         return TokenHead(encoder, spec)
     raise ValueError(f"no standard head of kind {spec.kind!r}; standard kinds: {', '.join(HEAD_KINDS)}")
+
+
+class EntityPairHead(EncoderWithHead):
+    """Relation classification over a marked sentence (`<subj>`...`</subj>`, `<obj>`...`</obj>`).
+
+    `options["pooling"]`: "entity_start" concatenates the encoder states at the subject's and the object's
+    opening markers (2 x hidden) before dense + tanh + linear; "cls" reads the first token instead, like
+    the sequence heads. The batch carries `subject_index` and `object_index` (token positions of the
+    opening markers) either way."""
+
+    def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
+        super().__init__(encoder, spec)
+        self.pooling = str(spec.options.get("pooling", "entity_start"))
+        if self.pooling not in ("entity_start", "cls"):
+            raise ValueError(f"unknown pooling {self.pooling!r}")
+        width = 2 * self.hidden_size if self.pooling == "entity_start" else self.hidden_size
+        self.dropout = nn.Dropout(head_dropout(self.config, spec))
+        self.dense = nn.Linear(width, self.hidden_size)
+        self.out = nn.Linear(self.hidden_size, spec.num_outputs)
+        std = float(getattr(self.config, "initializer_range", 0.02))
+        for layer in (self.dense, self.out):
+            nn.init.normal_(layer.weight, std=std)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, subject_index: torch.Tensor,
+                object_index: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> HeadOutput:
+        hidden = self.encode(input_ids, attention_mask, token_type_ids)
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            rows = torch.arange(hidden.size(0), device=hidden.device)
+            pooled = torch.cat([hidden[rows, subject_index], hidden[rows, object_index]], dim=-1)
+        logits = self.out(self.dropout(torch.tanh(self.dense(self.dropout(pooled)))))
+        loss = F.cross_entropy(logits.float(), labels, reduction="sum") if labels is not None else None
+        return HeadOutput(logits, loss)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,9 @@ class Hyperparameters:
     deterministic: bool = False  # torch.use_deterministic_algorithms (slower on GPU)
     size: str | None = None  # "base" / "large" recipe block; None: from the model config
     progress: bool = True  # rich progress bar on stderr (main process only)
+    # Task-specific head settings, given as `head.<name>=value` (RE: head.pooling, head.markers; DP:
+    # head.pos, head.decoding); the task's adapter checks them and says which it knows.
+    head_options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -63,7 +66,8 @@ class Hyperparameters:
         return self.window_overlap if self.window_overlap is not None else self.max_len // 4
 
 
-_FIELDS = {f.name: f for f in fields(Hyperparameters)}
+_FIELDS = {f.name: f for f in fields(Hyperparameters) if f.name != "head_options"}
+HEAD_OPTION_PREFIX = "head."
 
 
 def _coerce(key: str, value: Any, where: str) -> Any:
@@ -151,12 +155,15 @@ def resolve(recipe_name: str, task_name: str, model_config: Any, overrides: dict
     layers = [("defaults", recipe.get("defaults") or {}), (f"tasks.{task_name}.base", task_block.get("base") or {})]
     if size == "large":
         layers.append((f"tasks.{task_name}.large", task_block.get("large") or {}))
-    for where, layer in layers:
+    head_options: dict[str, Any] = {}
+    for where, layer in [*((f"recipe {recipe['name']} {w}", v) for w, v in layers), ("override", overrides)]:
         for key, value in layer.items():
-            values[key] = _coerce(key, value, f"recipe {recipe['name']} {where}")
-    for key, value in overrides.items():
-        values[key] = _coerce(key, value, "override")
+            if key.startswith(HEAD_OPTION_PREFIX) and len(key) > len(HEAD_OPTION_PREFIX):
+                head_options[key.removeprefix(HEAD_OPTION_PREFIX)] = value
+            else:
+                values[key] = _coerce(key, value, where)
     values["size"] = size
+    values["head_options"] = head_options
     hp = Hyperparameters(**values)
     check(hp)
     return ResolvedRecipe(f"{recipe['name']}/{size}", hp, dict(overrides))

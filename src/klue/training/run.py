@@ -74,11 +74,12 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
     it to interrupt a run)."""
     from accelerate.utils import set_seed
 
-    from klue.models.loading import load_encoder, load_finetuned, uses_token_type_ids
+    from klue.models.loading import fit_embeddings, load_encoder, load_finetuned, uses_token_type_ids
     from klue.training.adapters import get_adapter
     from klue.training.engine import BEST_DIR, Engine, make_accelerator
 
     wall_start = time.perf_counter()
+    model = str(model)
     out_dir = Path(out_dir)
     overrides = dict(overrides)
     recipe_name = recipe or str(overrides.pop("recipe", None) or DEFAULT_RECIPE)
@@ -93,7 +94,9 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
         raise DataError(f"max_len={hp.max_len} exceeds what {model} accepts ({limit} tokens); "
                         f"override max_len={limit} or less")
     accelerator = make_accelerator(hp)
-    spec = adapter.head_spec(hp.dropout)
+    adapter.prepare(loaded.tokenizer, protocol_data.train)
+    added_tokens = fit_embeddings(loaded.encoder, loaded.tokenizer)
+    spec = adapter.head_spec(hp.dropout, hp.head_options)
     set_seed(seed)  # the head's initial weights depend on the seed only, not on how the encoder was loaded
     head_model = adapter.build_model(loaded.encoder, spec)
     ctx = FeaturizeContext(loaded.tokenizer, hp.max_len, uses_token_type_ids(loaded.config), hp.overlap)
@@ -145,6 +148,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
         "model_source": loaded.source,
         "num_parameters": sum(p.numel() for p in head_model.parameters()),
         "use_token_type_ids": ctx.use_token_type_ids,
+        "added_tokens": added_tokens,
         "n_train_features": len(train_features),
         "n_eval_features": len(eval_features),
         "truncated_train_features": getattr(adapter, "truncated", None),
@@ -183,6 +187,7 @@ def predict(task: Task[Any, Any], model_dir: Path, records: Sequence[Any], *, ev
     if trained_for != task.name:
         raise DataError(f"{model_dir} was fine-tuned for task {trained_for!r}, not {task.name!r}", model_dir)
     adapter = get_adapter(task)
+    adapter.prepare(finetuned.tokenizer, None)  # the saved tokenizer already holds any added tokens
     model = adapter.build_model(finetuned.encoder, finetuned.head)
     finetuned.load_weights_into(model)
     hp = recipes.Hyperparameters(max_len=int(finetuned.card["max_len"]),

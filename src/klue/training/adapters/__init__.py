@@ -34,9 +34,14 @@ class Adapter(ABC):
     def __init__(self, task: Task[Any, Any]) -> None:
         self.task = task
 
+    def prepare(self, tokenizer: Any, train_records: Sequence[Any] | None) -> None:
+        """Called once before `head_spec` and `featurize`, with the training records (None when a saved
+        model predicts): adapters that add tokens (entity markers) or read a label set off the training
+        data do it here. The caller then resizes the encoder's embeddings to the tokenizer."""
+
     @abstractmethod
-    def head_spec(self, dropout: float | None) -> HeadSpec:
-        """The head this task trains (kind and label names in output order)."""
+    def head_spec(self, dropout: float | None, options: Mapping[str, Any]) -> HeadSpec:
+        """The head this task trains (kind, label names in output order, `head.<name>` options checked)."""
 
     def build_model(self, encoder: nn.Module, spec: HeadSpec) -> nn.Module:
         """Encoder + head; override for a custom head. Called again with the saved spec at load time."""
@@ -77,6 +82,23 @@ class Adapter(ABC):
         if parsed is None:
             raise DataError(f"{self.task.name}: the decoder made an invalid prediction: {obj}")
         return parsed
+
+
+def check_head_options(task_name: str, options: Mapping[str, Any],
+                       known: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """`options` validated against `known` (name -> allowed values, the first the default); the full set."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        allowed = ", ".join(f"head.{k}" for k in known) or "none"
+        raise DataError(f"{task_name}: unknown head option(s) {', '.join('head.' + k for k in unknown)} "
+                        f"(this task knows: {allowed})")
+    chosen = {}
+    for name, values in known.items():
+        value = options.get(name, values[0])
+        if value not in values:
+            raise DataError(f"{task_name}: head.{name}={value!r}; expected one of {', '.join(map(str, values))}")
+        chosen[name] = value
+    return chosen
 
 
 def get_adapter(task: Task[Any, Any]) -> Adapter:

@@ -6,14 +6,14 @@ all but a handful of KLUE examples); the count of truncated features is kept in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from klue.models.heads import HeadSpec
 from klue.tasks.base import Task
-from klue.training.adapters import Adapter
+from klue.training.adapters import Adapter, check_head_options
 from klue.training.features import Feature, FeaturizeContext
 
 
@@ -32,7 +32,8 @@ class SequenceAdapter(Adapter):
             raise ValueError(f"task {task.name!r} declares no labels to classify into")
         self.label_index = {label: i for i, label in enumerate(task.labels)}
 
-    def head_spec(self, dropout: float | None) -> HeadSpec:
+    def head_spec(self, dropout: float | None, options: Mapping[str, Any]) -> HeadSpec:
+        check_head_options(self.task.name, options, {})
         if self.regression:
             return HeadSpec("sequence_regression", ("score",), dropout)
         return HeadSpec("sequence_classification", tuple(self.task.labels), dropout)

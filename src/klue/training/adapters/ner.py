@@ -22,7 +22,7 @@ import torch
 
 from klue.models.heads import IGNORE_INDEX, HeadOutput, HeadSpec
 from klue.tasks.base import Task
-from klue.training.adapters import Adapter
+from klue.training.adapters import Adapter, check_head_options
 from klue.training.features import Feature, FeaturizeContext, SpecialTokens
 
 SPACE = " "
@@ -91,7 +91,8 @@ class NerAdapter(Adapter):
         self.tag_index = {tag: i for i, tag in enumerate(self.tags)}
         self.outside_id = self.tag_index[OUTSIDE]
 
-    def head_spec(self, dropout: float | None) -> HeadSpec:
+    def head_spec(self, dropout: float | None, options: Mapping[str, Any]) -> HeadSpec:
+        check_head_options(self.task.name, options, {})
         return HeadSpec("token_classification", self.tags, dropout)
 
     def featurize(self, records: Sequence[Any], ctx: FeaturizeContext) -> list[Feature]:

@@ -83,7 +83,7 @@ def run_trainer(task: Any, model_dir: Path, data: Any, args: argparse.Namespace,
     training_args = TrainingArguments(
         output_dir=str(out), per_device_train_batch_size=args.batch_size,
         per_device_eval_batch_size=args.eval_batch_size, num_train_epochs=args.epochs, learning_rate=5e-5,
-        warmup_ratio=0.0, weight_decay=0.0, max_grad_norm=1.0, lr_scheduler_type="linear", seed=args.seed,
+        warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0, lr_scheduler_type="linear", seed=args.seed,
         eval_strategy="no", save_strategy="no", logging_steps=50, report_to=[], disable_tqdm=True,
         use_cpu=True, dataloader_num_workers=0)
     collator = default_data_collator if pad_to_max_len else DataCollatorWithPadding(tokenizer)

@@ -177,3 +177,26 @@ class EntityPairHead(EncoderWithHead):
         logits = self.out(self.dropout(torch.tanh(self.dense(self.dropout(pooled)))))
         loss = F.cross_entropy(logits.float(), labels, reduction="sum") if labels is not None else None
         return HeadOutput(logits, loss)
+
+
+class SpanHead(EncoderWithHead):
+    """Extractive QA: a start and an end logit per token. Position 0 (the first token) stands for "no
+    answer in this window". The loss is the sum over examples of (start CE + end CE) / 2; padding
+    positions are masked out of both."""
+
+    def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
+        super().__init__(encoder, spec)
+        self.dropout = nn.Dropout(head_dropout(self.config, spec))
+        self.out = nn.Linear(self.hidden_size, 2)
+        nn.init.normal_(self.out.weight, std=float(getattr(self.config, "initializer_range", 0.02)))
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                start_positions: torch.Tensor | None = None, end_positions: torch.Tensor | None = None) -> HeadOutput:
+        logits = self.out(self.dropout(self.encode(input_ids, attention_mask, token_type_ids))).float()
+        logits = logits.masked_fill(~attention_mask.bool()[..., None], float("-inf"))  # (batch, length, 2)
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            loss = (F.cross_entropy(logits[..., 0], start_positions, reduction="sum")
+                    + F.cross_entropy(logits[..., 1], end_positions, reduction="sum")) / 2
+        return HeadOutput(logits, loss)

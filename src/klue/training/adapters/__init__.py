@@ -86,7 +86,8 @@ class Adapter(ABC):
 
 def check_head_options(task_name: str, options: Mapping[str, Any],
                        known: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
-    """`options` validated against `known` (name -> allowed values, the first the default); the full set."""
+    """`options` validated against `known` (name -> allowed values, the first the default; or
+    `(float, default)` for a number); the full set."""
     unknown = sorted(set(options) - set(known))
     if unknown:
         allowed = ", ".join(f"head.{k}" for k in known) or "none"
@@ -94,6 +95,12 @@ def check_head_options(task_name: str, options: Mapping[str, Any],
                         f"(this task knows: {allowed})")
     chosen = {}
     for name, values in known.items():
+        if values and values[0] is float:
+            try:
+                chosen[name] = float(options.get(name, values[1]))
+            except (TypeError, ValueError):
+                raise DataError(f"{task_name}: head.{name}={options[name]!r} is not a number") from None
+            continue
         value = options.get(name, values[0])
         if value not in values:
             raise DataError(f"{task_name}: head.{name}={value!r}; expected one of {', '.join(map(str, values))}")

@@ -36,6 +36,9 @@ JOBS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dp": ("dp", "local:dev-80-20", {"learning_rate": 1e-3, "epochs": 10}),
     "dp-ud": ("dp", "local:ud-gsd", {"learning_rate": 1e-3, "epochs": 10}),
     "nli": ("nli", "local:dev-80-20", {"learning_rate": 5e-4, "epochs": 3}),
+    # MRC: a fixed budget of 300 steps of 16 windows (about one pass over 4,800 of the ~14,000 windows).
+    "mrc": ("mrc", "local:korquad-80-20", {"learning_rate": 1e-3, "max_steps": 300, "max_len": 384,
+                                           "warmup_ratio": 0.1}),
 }
 MODEL = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024, "max_len": 512}
 
@@ -43,7 +46,7 @@ MODEL = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024,
 def texts_of(records: list[Any]) -> list[str]:
     out = []
     for record in records:
-        for name in ("text", "sentence", "premise", "hypothesis", "title", "sentence1", "sentence2"):
+        for name in ("text", "sentence", "context", "question", "premise", "hypothesis", "title", "sentence1", "sentence2"):
             value = getattr(record, name, None)
             if isinstance(value, str):
                 out.append(value)

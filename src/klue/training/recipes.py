@@ -55,7 +55,7 @@ class Hyperparameters:
     size: str | None = None  # "base" / "large" recipe block; None: from the model config
     progress: bool = True  # rich progress bar on stderr (main process only)
     # Task-specific head settings, given as `head.<name>=value` (RE: head.pooling, head.markers; DP:
-    # head.pos, head.decoding); the task's adapter checks them and says which it knows.
+    # head.pos, head.decoding; MRC: head.null_threshold); the task's adapter checks them.
     head_options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

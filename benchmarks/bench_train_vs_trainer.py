@@ -64,9 +64,16 @@ class PairDataset(torch.utils.data.Dataset):  # type: ignore[type-arg]
 def run_trainer(task: Any, model_dir: Path, data: Any, args: argparse.Namespace, out: Path,
                 pad_to_max_len: bool) -> dict[str, float]:
     import numpy as np
-    from transformers import (AutoConfig, AutoModelForSequenceClassification, AutoTokenizer,
-                              DataCollatorWithPadding, Trainer, TrainingArguments, default_data_collator,
-                              set_seed)
+    from transformers import (
+        AutoConfig,
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+        default_data_collator,
+        set_seed,
+    )
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     label_index = {label: i for i, label in enumerate(task.labels)}
@@ -124,13 +131,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="klue-bench-trainer-") as tmp:
         model_dir = build_model_dir([t for r in data.train for t in (r.premise, r.hypothesis)], Path(tmp) / "m", args)
         for k in range(args.repeat):
-            for name in runs:
+            for name, done in runs.items():
                 out = Path(tmp) / f"{name}-{k}"
                 if name == "klue":
                     row = run_klue(task, model_dir, data, args, out)
                 else:
                     row = run_trainer(task, model_dir, data, args, out, pad_to_max_len=name == "trainer_max_len")
-                runs[name].append(row)
+                done.append(row)
                 print(f"{name:16s} run {k + 1}: train {row['train_examples_per_s']:7.1f} ex/s, "
                       f"eval {row['eval_examples_per_s']:7.1f} ex/s, accuracy {row['accuracy']:.2f}", flush=True)
     best = {name: {key: max(r[key] for r in rows) for key in ("train_examples_per_s", "eval_examples_per_s")}

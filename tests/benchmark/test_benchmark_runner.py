@@ -197,3 +197,9 @@ def test_real_cells_with_a_fake_family_and_a_task_without_data(tmp_path: Path, k
 def test_cell_spec_label() -> None:
     spec = CellSpec("nli", "classic", 3, "auto", "official", "/tmp/x")
     assert spec.label == "nli · classic · seed 3"
+
+
+def test_training_overrides_reach_encoder_cells_only(tmp_path: Path) -> None:
+    plan = BenchmarkPlan(two_tasks(), ("classic", "some/encoder"), (1,), tmp_path, overrides=(("epochs", 1),))
+    by_model = {cell.model: cell.overrides for cell in plan.cells()}
+    assert by_model == {"classic": (), "some/encoder": (("epochs", 1),)}

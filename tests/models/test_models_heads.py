@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.nn import functional as F  # noqa: N812
+from torch.nn import functional as F
 
 from klue.models.heads import IGNORE_INDEX, HeadSpec, build_head
 from klue.models.loading import load_encoder, load_finetuned, save_finetuned, uses_token_type_ids

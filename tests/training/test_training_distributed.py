@@ -32,8 +32,9 @@ WORKER = Path(__file__).with_name("ddp_worker.py")
 @pytest.mark.realdata
 def test_two_processes_match_one(examples: Callable[[str], list[Any]], tiny_model: Callable[[str, str], Path],
                                  tmp_path: Path) -> None:
-    import klue.training
     from safetensors.torch import load_file
+
+    import klue.training
 
     torch.set_num_threads(1)
     task = registry.get("ner")

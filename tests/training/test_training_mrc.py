@@ -4,7 +4,6 @@ KorQuAD questions, and null answers for unanswerable (KLUE v1.1 type 3) question
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch

@@ -33,9 +33,10 @@ def crash_after(step: int) -> Callable[[int], None]:
 
 @pytest.mark.realdata
 def test_interrupted_run_resumes_exactly(examples: Callable[[str], list[Any]], tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
     import klue.training
     from klue.models.tiny import make_tiny_model_dir
-    from safetensors.torch import load_file
 
     torch.set_num_threads(1)
     task = registry.get("ynat")

@@ -84,11 +84,12 @@ class BenchmarkPlan:
             raise DataError(f"two models share a directory name: {dict(zip(self.models, slugs))}")
 
     def cells(self) -> list[CellSpec]:
-        """Task-major, then model, then seed: a report is useful task by task while the run goes on."""
+        """Task-major, then model, then seed: a report is useful task by task while the run goes on.
+        Training overrides go to encoder cells only: the classic baselines take none."""
         return [
             CellSpec(task, model, seed, self.protocol, self.mode,
                      str(self.out / task / model_slug(model) / f"seed{seed}"),
-                     self.data_dir, self.extra_data_dir, self.overrides)
+                     self.data_dir, self.extra_data_dir, () if model == CLASSIC else self.overrides)
             for task in self.tasks for model in self.models for seed in self.seeds
         ]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812 (the torch convention)
+from torch.nn import functional as F
 
 from klue.models.heads import IGNORE_INDEX, EncoderWithHead, HeadOutput, HeadSpec, head_dropout
 

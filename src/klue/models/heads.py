@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812 (the torch convention)
+from torch.nn import functional as F
 
 HeadKind = Literal["sequence_classification", "sequence_regression", "token_classification"]
 HEAD_KINDS: tuple[str, ...] = ("sequence_classification", "sequence_regression", "token_classification")

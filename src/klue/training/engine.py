@@ -90,7 +90,13 @@ class Progress:
         if not enabled:
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         from rich.progress import Progress as RichProgress
 
         self.bar = RichProgress(

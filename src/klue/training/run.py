@@ -102,6 +102,8 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
     ctx = FeaturizeContext(loaded.tokenizer, hp.max_len, uses_token_type_ids(loaded.config), hp.overlap)
 
     train_features = adapter.featurize(protocol_data.train, ctx)
+    # Adapters count cut inputs per featurize call: read the training count before the next call resets it.
+    truncated_train = getattr(adapter, "truncated", None)
     selection_records = protocol_data.selection if protocol_data.selection is not None else protocol_data.eval
     selection_features = adapter.featurize(selection_records, ctx)
     eval_features = (adapter.featurize(protocol_data.eval, ctx) if protocol_data.selection is not None
@@ -151,7 +153,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
         "added_tokens": added_tokens,
         "n_train_features": len(train_features),
         "n_eval_features": len(eval_features),
-        "truncated_train_features": getattr(adapter, "truncated", None),
+        "truncated_train_features": truncated_train,
         "resumed_from_steps": state.resumed_from,
         "overrides": resolved.overrides,
     }

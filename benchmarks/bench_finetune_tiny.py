@@ -39,6 +39,10 @@ JOBS: dict[str, tuple[str, str, dict[str, Any]]] = {
     # MRC: a fixed budget of 300 steps of 16 windows (about one pass over 4,800 of the ~14,000 windows).
     "mrc": ("mrc", "local:korquad-80-20", {"learning_rate": 1e-3, "max_steps": 300, "max_len": 384,
                                            "warmup_ratio": 0.1}),
+    # WoS: only the 10 dev-sample dialogues exist here, so train = eval: it shows that the tracker learns
+    # its training dialogues (the test suite's check, with this bench's larger model), not generalisation.
+    "wos": ("wos", "local:wos-dev-sample10", {"learning_rate": 5e-3, "epochs": 80, "warmup_ratio": 0.1,
+                                              "weight_decay": 0.0, "max_len": 512}),
 }
 MODEL = {"hidden_size": 256, "layers": 4, "heads": 4, "intermediate_size": 1024, "max_len": 512}
 
@@ -50,6 +54,7 @@ def texts_of(records: list[Any]) -> list[str]:
             value = getattr(record, name, None)
             if isinstance(value, str):
                 out.append(value)
+        out.extend(u.text for u in getattr(record, "history", ()))  # WoS turns: the dialogue so far
     return out
 
 

@@ -50,7 +50,7 @@ def test_two_processes_match_one(examples: Callable[[str], list[Any]], tiny_mode
            "ACCELERATE_USE_CPU": "true"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER),
                str(spec)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
 
     from klue.reporting.schema import read_results

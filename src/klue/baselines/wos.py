@@ -32,11 +32,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from klue.errors import DataError, ProblemLog
+from klue.errors import DataError
 from klue.tasks.base import ProtocolData
-from klue.tasks.wos import ONTOLOGY_FILE, WosPrediction, WosTurn, read_ontology, split_state_item
-
-SPECIAL_VALUES = frozenset({"none", "dontcare", "yes", "no"})
+from klue.tasks.wos import (
+    SPECIAL_VALUES,
+    WosPrediction,
+    WosTurn,
+    is_open_slot,
+    load_ontology,
+    ontology_path,
+    split_state_item,
+    squash,
+)
 
 DOMAIN_KEYWORDS: Mapping[str, tuple[str, ...]] = {
     "관광": ("관광", "명소", "구경", "볼거리", "즐길거리", "박물관", "미술관", "공원", "궁", "시장", "전시"),
@@ -82,12 +89,6 @@ ASKS_DONTCARE = re.compile(r"상관\s*없|관계\s*없|없으세요|없으신가
 PLACE_SLOTS = ("출발지", "도착지")
 ORIGIN_AFTER = re.compile(r"^\s*(에서|부터)")
 DESTINATION_AFTER = re.compile(r"^\s*(까지|으로|로|에\s*가)")
-
-
-def squash(text: str) -> tuple[str, list[int]]:
-    """The text without spaces, and for each kept character its index in the original text."""
-    kept = [(i, c) for i, c in enumerate(text) if not c.isspace()]
-    return "".join(c for _, c in kept), [i for i, _ in kept]
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ class RuleTracker:
         if slot is None:
             return False
         values = self.ontology[slot]
-        return value in values or len(values) > 40
+        return value in values or is_open_slot(tuple(values))
 
     def update(self, state: dict[str, str], user: str, system: str, domain: str | None) -> str | None:
         """Add this turn's slot values to `state` (in place); returns the active domain afterwards."""
@@ -298,22 +299,12 @@ class OntologyRuleWos:
 
     def attach_data(self, protocol_data: ProtocolData[Any]) -> None:
         """Read the ontology from the protocol's KLUE data root (the dialogues do not carry it)."""
-        from klue.registry import get
-
         if protocol_data.roots is None:
             raise DataError("wos baseline: the protocol data has no data roots to find ontology.json in")
-        resource = get("wos").file("resource")
-        path = protocol_data.roots.klue / (resource.path if resource else f"wos-v1.1/{ONTOLOGY_FILE}")
-        self.use_ontology_file(path)
+        self.use_ontology_file(ontology_path(protocol_data.roots))
 
     def use_ontology_file(self, path: Path) -> None:
-        log = ProblemLog(str(path))
-        if not path.is_file():
-            raise DataError(f"wos baseline: the ontology {path} is missing (klue data download wos fetches it)")
-        ontology = read_ontology(path, log)
-        log.raise_if_errors()
-        assert ontology is not None
-        self._tracker = RuleTracker(ontology)
+        self._tracker = RuleTracker(load_ontology(path))
 
     def fit(self, train: list[WosTurn], selection: list[WosTurn] | None) -> None:
         # Nothing is learned (see the module docstring); only check the ontology covers the gold slots.

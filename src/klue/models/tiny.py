@@ -103,10 +103,10 @@ def tiny_config(arch: Arch, tokenizer: Any, hidden_size: int = 64, layers: int =
                 intermediate_size: int = 128, max_len: int = 512, dropout: float = 0.1) -> Any:
     from transformers import AutoConfig
 
-    common = dict(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
-                  num_attention_heads=heads, intermediate_size=intermediate_size,
-                  hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-                  pad_token_id=tokenizer.pad_token_id)
+    common: dict[str, Any] = {
+        "vocab_size": len(tokenizer), "hidden_size": hidden_size, "num_hidden_layers": layers,
+        "num_attention_heads": heads, "intermediate_size": intermediate_size, "hidden_dropout_prob": dropout,
+        "attention_probs_dropout_prob": dropout, "pad_token_id": tokenizer.pad_token_id}
     if arch == "roberta":
         # RoBERTa positions start after the padding index, hence the +2; one token type only.
         return AutoConfig.for_model("roberta", max_position_embeddings=max_len + 2, type_vocab_size=1,

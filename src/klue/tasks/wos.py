@@ -22,7 +22,7 @@ from typing import Any
 
 from klue.data.formats import check_unique_guids, load_json
 from klue.data.protocols import FileProtocol, FileRef
-from klue.errors import ProblemLog
+from klue.errors import DataError, ProblemLog
 from klue.metrics.report import MetricMode, MetricReport
 from klue.registry import register
 from klue.tasks._common import (
@@ -35,7 +35,7 @@ from klue.tasks._common import (
     prediction_fields,
     read_relative,
 )
-from klue.tasks.base import ArchiveFile, OfficialFile, Task
+from klue.tasks.base import ArchiveFile, DataRoots, OfficialFile, Task
 
 ROLES: tuple[str, ...] = ("user", "sys")
 ONTOLOGY_FILE = "ontology.json"
@@ -52,6 +52,11 @@ DEFAULT_SLOTS: tuple[str, ...] = (
     "택시-출발 시간", "택시-출발지",
 )
 DOMAINS: tuple[str, ...] = ("관광", "숙소", "식당", "지하철", "택시")
+# Values every closed slot of the ontology lists besides its own; `none` is never part of a state.
+SPECIAL_VALUES = frozenset({"none", "dontcare", "yes", "no"})
+# A slot whose ontology lists more values than this (names, times, places: 49-641 in v1.1, against at most
+# 13 for the others) is open: its ontology is a sample of values, not the set of allowed ones.
+OPEN_SLOT_MIN_VALUES = 40
 _DIALOGUE_FIELDS = frozenset({"guid", "domains", "dialogue"})
 _UTTERANCE_FIELDS = frozenset({"role", "text", "state"})
 
@@ -163,6 +168,33 @@ def read_ontology(path: Path, log: ProblemLog) -> dict[str, tuple[str, ...]] | N
         log.error(location="$", message="the ontology is empty")
         return None
     return ontology if fields.ok else None
+
+
+def load_ontology(path: Path) -> dict[str, tuple[str, ...]]:
+    """`read_ontology` for callers that need it: a DataError (with the file) when missing or invalid."""
+    if not path.is_file():
+        raise DataError("the WoS ontology is missing (`klue data download wos` fetches it)", path)
+    log = ProblemLog(str(path))
+    ontology = read_ontology(path, log)
+    log.raise_if_errors()
+    assert ontology is not None  # read_ontology logs an error whenever it returns None
+    return ontology
+
+
+def ontology_path(roots: DataRoots) -> Path:
+    """Where the ontology of the official layout sits under the KLUE data root."""
+    return roots.klue / "wos-v1.1" / ONTOLOGY_FILE
+
+
+def is_open_slot(values: Sequence[str]) -> bool:
+    return len(values) > OPEN_SLOT_MIN_VALUES
+
+
+def squash(text: str) -> tuple[str, list[int]]:
+    """The text without spaces, and for each kept character its index in the original text (values are
+    compared this way: "투투 모엘" and "투투모엘" are one value)."""
+    kept = [(i, c) for i, c in enumerate(text) if not c.isspace()]
+    return "".join(c for _, c in kept), [i for i, _ in kept]
 
 
 def slots_for(path: Path, log: ProblemLog) -> frozenset[str]:
@@ -325,8 +357,9 @@ WOS_DEV_SAMPLE10 = FileProtocol(
     eval=FileRef("extra", "klue-partial/wos-v1.1/wos-v1.1_dev_sample_10.json"),
     reader=read,
     description="local protocol, not official: the 10 real dialogues of the official WoS v1.1 dev sample "
-                "serve as BOTH train and eval (train = eval, 76 user turns), which is only meaningful for a "
-                "rule or ontology tracker that fits nothing; not comparable with the official dev score",
+                "serve as BOTH train and eval (train = eval, 76 user turns): a score shows what a rule tracker "
+                "that fits nothing finds, or that a trained tracker can learn its own training dialogues; it "
+                "is not comparable with the official dev score",
 )
 
 

@@ -94,6 +94,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
         raise DataError(f"max_len={hp.max_len} exceeds what {model} accepts ({limit} tokens); "
                         f"override max_len={limit} or less")
     accelerator = make_accelerator(hp)
+    adapter.attach_data(protocol_data)
     adapter.prepare(loaded.tokenizer, protocol_data.train)
     added_tokens = fit_embeddings(loaded.encoder, loaded.tokenizer)
     spec = adapter.head_spec(hp.dropout, hp.head_options)

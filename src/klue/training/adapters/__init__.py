@@ -23,7 +23,7 @@ from torch import nn
 
 from klue.errors import DataError, ProblemLog
 from klue.models.heads import HeadOutput, HeadSpec, build_head
-from klue.tasks.base import Task
+from klue.tasks.base import ProtocolData, Task
 from klue.training.collate import collate_features
 from klue.training.features import Feature, FeaturizeContext
 
@@ -33,6 +33,10 @@ class Adapter(ABC):
 
     def __init__(self, task: Task[Any, Any]) -> None:
         self.task = task
+
+    def attach_data(self, protocol_data: ProtocolData[Any]) -> None:
+        """Called first when training, with the protocol's data: adapters that need a task resource beside
+        the records (the WoS ontology under `protocol_data.roots`) read it here."""
 
     def prepare(self, tokenizer: Any, train_records: Sequence[Any] | None) -> None:
         """Called once before `head_spec` and `featurize`, with the training records (None when a saved

@@ -28,6 +28,8 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.location}" if self.location else self.path
+        if not where:  # a problem with an option, not a file: no empty place, no "error: error:" in the CLI
+            return self.message if self.severity == "error" else f"{self.severity}: {self.message}"
         return f"{where}: {self.severity}: {self.message}"
 
 

@@ -12,8 +12,11 @@ Protocol (all on this machine, 1 thread):
    sentences -> official dev) and NLI (local:dev-80-20: 80% of the dev premises -> the other 20%).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pretrain_experiment.py --out /tmp/klue-pretrain-exp
+    # more fine-tuning seeds on the same tokenizers and pretrained models (no new pretraining):
+    ... pretrain_experiment.py --out /tmp/klue-pretrain-exp --reuse --seeds 1,2,3
 
-Writes <out>/experiment.json and prints a markdown table for benchmarks/RESULTS.md.
+Writes <out>/experiment.json and prints a markdown table (mean and spread over the fine-tuning seeds) for
+benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -50,8 +54,12 @@ def main() -> None:
     parser.add_argument("--ner-steps", type=int, default=300)
     parser.add_argument("--nli-steps", type=int, default=300)
     parser.add_argument("--config", default="tiny")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the tokenizer-independent pretraining")
+    parser.add_argument("--seeds", default=None, help="fine-tuning seeds, comma-separated (default: --seed)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take the tokenizers and finished pretraining runs already under --out")
     args = parser.parse_args()
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
 
     import torch
 
@@ -91,8 +99,14 @@ def main() -> None:
     for pretok in ("morpheme", "whitespace"):
         spec = TokenizerSpec("wordpiece", pretok, args.vocab_size, "bert")  # type: ignore[arg-type]
         t0 = time.perf_counter()
-        tokenizer = train_tokenizer(build.sentences, spec, splitter)
-        tok_dir = save_tokenizer(tokenizer, spec, out / f"tok-{pretok}")
+        tok_dir = out / f"tok-{pretok}"
+        if args.reuse and (tok_dir / "tokenizer.json").is_file():
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(tok_dir))
+        else:
+            tokenizer = train_tokenizer(build.sentences, spec, splitter)
+            tok_dir = save_tokenizer(tokenizer, spec, tok_dir)
         agreement = boundary_agreement(tokenizer, ner_sample, splitter)
         tokens_per_char = sum(len(tokenizer.tokenize(t)) for t in ner_sample) / sum(len(t) for t in ner_sample)
         tok_info = {"vocab": len(tokenizer), "train_s": time.perf_counter() - t0,
@@ -104,9 +118,17 @@ def main() -> None:
         settings = MlmSettings(tokenizer=tok_dir, model_config=args.config, corpus=[corpus_file], out=model_dir,
                                max_steps=args.pretrain_steps, batch_size=32, max_len=128, learning_rate=1e-3,
                                eval_fraction=0.02, save_every=0, log_every=50, seed=args.seed, progress=False)
-        mlm = pretrain(settings)
-        mlm_info = {"steps": mlm.steps, "first_loss": mlm.first_loss, "last_loss": mlm.last_loss,
-                    "heldout_mlm_loss": mlm.eval_loss, "train_s": mlm.train_time_s, "tokens_per_s": mlm.tokens_per_s}
+        summary_file = model_dir / "pretrain_summary.json"
+        summary = json.loads(summary_file.read_text(encoding="utf-8")) if summary_file.is_file() else {}
+        if args.reuse and summary.get("finished") and summary.get("steps") == args.pretrain_steps:
+            mlm_info = {"steps": summary["steps"], "first_loss": summary["first_loss"],
+                        "last_loss": summary["last_loss"], "heldout_mlm_loss": summary["eval_loss"],
+                        "train_s": summary["train_time_s"], "tokens_per_s": summary["tokens_per_s"], "reused": True}
+        else:
+            mlm = pretrain(settings)
+            mlm_info = {"steps": mlm.steps, "first_loss": mlm.first_loss, "last_loss": mlm.last_loss,
+                        "heldout_mlm_loss": mlm.eval_loss, "train_s": mlm.train_time_s,
+                        "tokens_per_s": mlm.tokens_per_s}
         print(pretok, json.dumps(mlm_info), flush=True)
 
         random_dir = out / f"random-{pretok}"  # the twin: same config and tokenizer, no weights
@@ -117,32 +139,38 @@ def main() -> None:
                 shutil.copyfile(item, random_dir / item.name)
 
         for init, directory in (("pretrained", model_dir), ("random", random_dir)):
-            for task_name, (protocol, steps) in tasks.items():
+            for seed, (task_name, (protocol, steps)) in ((sd, t) for sd in seeds for t in tasks.items()):
                 task = registry.get(task_name)
                 overrides = {"max_steps": steps, "batch_size": 32, "learning_rate": 5e-4, "max_len": 128,
                              "warmup_ratio": 0.1, "weight_decay": 0.0, "eval_steps": steps, "progress": False,
                              "cpu": True}
                 t0 = time.perf_counter()
-                res = finetune(task, str(directory), protocol_data[task_name], args.seed,
-                               out / f"ft-{pretok}-{init}-{task_name}", overrides)
-                row = {"pretokenize": pretok, "init": init, "task": task_name, "protocol": protocol,
+                res = finetune(task, str(directory), protocol_data[task_name], seed,
+                               out / f"ft-{pretok}-{init}-{task_name}-seed{seed}", overrides)
+                row = {"pretokenize": pretok, "init": init, "task": task_name, "protocol": protocol, "seed": seed,
                        "scores": res.scores, "wall_s": time.perf_counter() - t0, "tokenizer": tok_info,
                        "mlm": mlm_info if init == "pretrained" else None}
                 results.append(row)
-                print(json.dumps(row["scores"]), pretok, init, task_name, flush=True)
+                print(json.dumps(row["scores"]), pretok, init, task_name, seed, flush=True)
         record["results"] = results
         (out / "experiment.json").write_text(json.dumps(record, ensure_ascii=False, indent=2), encoding="utf-8")
     record["wall_s"] = time.perf_counter() - started
     (out / "experiment.json").write_text(json.dumps(record, ensure_ascii=False, indent=2), encoding="utf-8")
 
-    print("\n| pre-tokenization | init | NER entity F1 | NER char F1 | NLI acc |")
+    def cell(pretok: str, init: str, task_name: str, metric: str) -> str:
+        values = [r["scores"][metric] for r in results
+                  if r["pretokenize"] == pretok and r["init"] == init and r["task"] == task_name]
+        if len(values) == 1:
+            return f"{values[0]:.2f}"
+        return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+    print(f"\nfine-tuning seeds: {seeds} (mean ± sample sd)")
+    print("| pre-tokenization | init | NER entity F1 | NER char F1 | NLI acc |")
     print("|---|---|---|---|---|")
     for pretok in ("morpheme", "whitespace"):
         for init in ("pretrained", "random"):
-            ner = next(r for r in results if r["pretokenize"] == pretok and r["init"] == init and r["task"] == "ner")
-            nli = next(r for r in results if r["pretokenize"] == pretok and r["init"] == init and r["task"] == "nli")
-            print(f"| {pretok} | {init} | {ner['scores']['entity_macro_f1']:.2f} | "
-                  f"{ner['scores']['character_macro_f1']:.2f} | {nli['scores']['accuracy']:.2f} |")
+            print(f"| {pretok} | {init} | {cell(pretok, init, 'ner', 'entity_macro_f1')} | "
+                  f"{cell(pretok, init, 'ner', 'character_macro_f1')} | {cell(pretok, init, 'nli', 'accuracy')} |")
     print(f"\ntotal wall {record['wall_s']:.0f} s")
 
 

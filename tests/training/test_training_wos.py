@@ -183,3 +183,21 @@ def test_tiny_tracker_learns_the_dev_sample_within_the_ontology(
 
     again = predict(task, tmp_path / "run" / "best", sample.eval, cpu=True)
     assert [p.state for p in again] == [tuple(p["state"]) for p in predictions]
+
+
+@pytest.mark.realdata
+def test_a_batch_without_ptr_slots_still_reaches_every_parameter(sample: ProtocolData[WosTurn], model_dir: Path) -> None:
+    # DDP needs a gradient for every parameter on every step, including the value generator's switch.
+    from klue.models.loading import load_encoder
+
+    adapter, tokenizer = prepared(sample, model_dir)
+    model = adapter.build_model(load_encoder(model_dir).encoder, adapter.head_spec(None, {}))
+    dialogue = WosDialogue("synthetic-1", ("숙소",), (
+        WosUtterance("user", "주차되는 숙소면 종류는 상관없어요", ("숙소-주차 가능-yes", "숙소-종류-dontcare")),))
+    ctx = FeaturizeContext(tokenizer, 512, True)
+    batch = adapter.collate(adapter.featurize(expand_turns([dialogue]), ctx), ctx, True)
+    assert batch["value_rows"].numel() == 0
+    output = model(**batch)
+    assert output.loss_sum is not None and torch.isfinite(output.loss_sum)
+    output.loss_sum.backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)

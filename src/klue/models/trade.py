@@ -161,6 +161,10 @@ class TradeHead(EncoderWithHead):
             token_loss = torch.zeros(batch, device=loss.device).index_add(0, example, nll.masked_fill(~valid, 0).sum(1))
             tokens = torch.zeros(batch, device=loss.device).index_add(0, example, valid.sum(1).float())
             loss = loss + token_loss / tokens.clamp_min(1)
+        else:
+            # No ptr slot in this batch: touch the generator's own weights so that under DDP every parameter
+            # still takes part in the backward pass (DDP fails on parameters left without a gradient).
+            loss = loss + 0.0 * sum(p.sum() for p in (*self.switch.parameters(), *self.to_embedding.parameters()))
         return TradeOutput(gate_logits, loss.sum())
 
     def generate(self, input_ids: torch.Tensor, states: torch.Tensor, mask: torch.Tensor, slots: torch.Tensor,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
+
+from klue.kiwi import analyser
 
 # Tag prefixes (Sejong tag set, as Kiwi emits it) of morphemes that carry content: nouns, verbs,
 # adjectives, roots, numbers, foreign words, adverbs and determiners.
@@ -34,20 +35,11 @@ class Morpheme(NamedTuple):  # a tuple, not a dataclass: contexts give hundreds 
         return self.tag.startswith(CONTENT_TAGS)
 
 
-@functools.cache
-def kiwi() -> Any:
-    """One Kiwi analyser per process: loading its model takes several seconds, analysing is fast, and
-    analysis does not change the analyser, so sharing it keeps runs deterministic."""
-    from kiwipiepy import Kiwi
-
-    return Kiwi(num_workers=1)
-
-
 def analyse(texts: Sequence[str]) -> list[list[Morpheme]]:
     """Kiwi's best analysis of each text, with character offsets."""
     if not texts:
         return []
-    return [[Morpheme(t.form, t.tag, t.start, t.len) for t in tokens] for tokens in kiwi().tokenize(list(texts))]
+    return [[Morpheme(t.form, t.tag, t.start, t.len) for t in tokens] for tokens in analyser().tokenize(list(texts))]
 
 
 def char_ngrams(text: str, n: int) -> list[str]:

@@ -47,9 +47,9 @@ class MorphemeTagger:
     """Kiwi morphemes per character: tags (`B-NNP`, `I-NNP`, ...) and forms; single-threaded."""
 
     def __init__(self) -> None:
-        from kiwipiepy import Kiwi
+        from klue.kiwi import analyser
 
-        self._kiwi = Kiwi(num_workers=1)  # one thread, for determinism
+        self._kiwi = analyser()
 
     def analyse(self, text: str) -> tuple[list[str], list[str]]:
         """One tag and one `form/TAG` per character of `text` (spaces included; characters Kiwi skips

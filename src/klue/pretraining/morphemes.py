@@ -32,9 +32,9 @@ class MorphemeSplitter:
     @property
     def kiwi(self) -> Any:
         if self._kiwi is None:
-            from kiwipiepy import Kiwi
+            from klue.kiwi import analyser
 
-            self._kiwi = Kiwi(num_workers=self.num_workers)
+            self._kiwi = analyser(self.num_workers)
         return self._kiwi
 
     def spans(self, text: str) -> list[tuple[int, int, str, str]]:

@@ -129,9 +129,9 @@ class DpAdapter(Adapter):
         if self.options["pos"] == "gold":
             return gold_last_pos(record)
         if self._kiwi is None:
-            from kiwipiepy import Kiwi
+            from klue.kiwi import analyser
 
-            self._kiwi = Kiwi(num_workers=1)  # one thread, for determinism
+            self._kiwi = analyser()
         text = " ".join(record.words)
         tags = ["NA"] * len(record.words)
         spans = word_spans(record.words)

@@ -116,3 +116,28 @@ def test_bad_spec_is_a_data_error() -> None:
 
     with pytest.raises(DataError, match="algorithm"):
         TokenizerSpec("sentencepiece")  # type: ignore[arg-type]
+
+
+_TRAIN_AND_HASH = """
+import hashlib, sys
+from klue.pretraining.tokenizer import TokenizerSpec, train_tokenizer
+texts = [line for line in open(sys.argv[1], encoding="utf-8").read().splitlines() if line]
+spec = TokenizerSpec(sys.argv[2], sys.argv[3], 1500, "bert", min_frequency=1)
+print(hashlib.sha1(train_tokenizer(texts, spec).backend_tokenizer.to_str().encode()).hexdigest())
+"""
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("algorithm", ["wordpiece", "bpe"])
+def test_training_is_reproducible_across_processes(algorithm: str, real_sentences: tuple[list[str], list[str]],
+                                                   tmp_path: Path) -> None:
+    # The `##` trainers of `tokenizers` give continuation pieces hash-map-order ids; the twin characters
+    # make the result the same in every process (a fresh process gets a fresh hash seed).
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(real_sentences[0]), encoding="utf-8")
+    hashes = {subprocess.run([sys.executable, "-c", _TRAIN_AND_HASH, str(corpus), algorithm, "whitespace"],
+                             capture_output=True, text=True, check=True).stdout.strip() for _ in range(3)}
+    assert len(hashes) == 1, hashes

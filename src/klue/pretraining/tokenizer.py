@@ -19,10 +19,14 @@ Pre-tokenization per algorithm:
   character: the vocabulary holds no bare `▁`, so it always fuses with the following character and no
   token is zero-width or overlaps another); `none`: `Metaspace(split=False)`, spaces become `▁` inside pieces.
 
-How the trainer is told "word-internal morpheme" for the `##` algorithms: `tokenizers`' trainers only add
-the prefix to characters after the first of a pre-token, so each non-initial morpheme is given to the
-trainer behind a private-use sentinel character; after training, pieces that start with the sentinel are
-renamed to `##` pieces (merges that only attach the sentinel are dropped, duplicates removed). Every
+How the trainer is told "word-internal" for the `##` algorithms, reproducibly: the trainers of `tokenizers`
+assign the ids of `##` pieces in hash-map order when they add the prefix themselves, so two runs on the
+same corpus learned different vocabularies (ties between merges are broken by id). Instead the trainer
+gets no prefix and sees every non-initial character of a pre-token as its private-use "continuation twin"
+(U+F0000 + code point, supplementary private use planes), so the alphabet is sorted characters and
+training is deterministic; each non-initial morpheme is given behind a private-use sentinel character.
+After training, twins become `##` pieces again and pieces that start with the sentinel are renamed to
+`##` pieces (merges that only attach the sentinel are dropped, duplicates removed). Every
 character is then made available both word-initially and as a continuation (`c`, `##c`; Unigram: `▁c`),
 and the last-learned pieces are dropped until the vocabulary is at most `vocab_size` again.
 """
@@ -50,6 +54,8 @@ STYLES: tuple[str, ...] = ("bert", "roberta")
 CONTINUATION = "##"
 METASPACE = "▁"
 _SENTINEL = "\ue000"  # private use: marks a word-internal morpheme for the trainer, never in a saved vocab
+_TWIN_OFFSET = 0xF0000  # continuation twin of character c: chr(_TWIN_OFFSET + ord(c)), for ord(c) < _TWIN_LIMIT
+_TWIN_LIMIT = 0x1FFFE  # BMP and plane 1; rarer characters keep one form (as word-initial pieces)
 _UNIT_SEPARATOR = "\x1f"  # joins training units into one string; the training pre-tokenizer splits on it
 SPECIALS: dict[str, dict[str, str]] = {
     # role -> token; insertion order gives the ids (RoBERTa: <s>=0, <pad>=1, </s>=2, <unk>=3, <mask>=4)
@@ -126,7 +132,24 @@ def training_units(text: str, spec: TokenizerSpec, pre_tokenizer: Any, cuts: Seq
 
 
 def _clean_training_text(text: str) -> str:
-    return normalize(text).replace(_UNIT_SEPARATOR, " ").replace(_SENTINEL, " ").strip()
+    text = normalize(text).replace(_UNIT_SEPARATOR, " ").replace(_SENTINEL, " ")
+    if any(ord(c) >= _TWIN_OFFSET for c in text):  # supplementary private use: reserved for the twins
+        text = "".join(" " if ord(c) >= _TWIN_OFFSET else c for c in text)
+    return text.strip()
+
+
+def _twin(char: str) -> str:
+    code = ord(char)
+    return chr(_TWIN_OFFSET + code) if code < _TWIN_LIMIT else char
+
+
+def _untwin(text: str) -> str:
+    return "".join(chr(ord(c) - _TWIN_OFFSET) if ord(c) >= _TWIN_OFFSET else c for c in text)
+
+
+def _with_twins(unit: str) -> str:
+    """A training pre-token with its non-initial characters as continuation twins."""
+    return unit[:1] + "".join(_twin(c) for c in unit[1:])
 
 
 def _training_strings(texts: Iterable[str], spec: TokenizerSpec, splitter: MorphemeSplitter | None) -> Iterator[str]:
@@ -137,17 +160,21 @@ def _training_strings(texts: Iterable[str], spec: TokenizerSpec, splitter: Morph
             continue
         cuts = splitter.cuts(text) if splitter is not None else ()
         units = training_units(text, spec, pre_tokenizer, cuts)
+        if spec.continuation:
+            units = [_with_twins(u) for u in units]
         if units:
             yield _UNIT_SEPARATOR.join(units)
 
 
 def _rename_sentinel(token: str) -> str | None:
-    """`\\ue000x..` -> `##x..`; the bare sentinel -> None (it stands for no character)."""
-    if not token.startswith(_SENTINEL):
-        return token
-    rest = token[len(_SENTINEL):]
-    rest = rest.removeprefix(CONTINUATION)
-    return CONTINUATION + rest if rest else None
+    """A trained piece in its saved form: `\\ue000` + twins -> `##x..`, twins only -> `##x..`, a
+    character + twins -> `cx..`; the bare sentinel -> None (it stands for no character)."""
+    if token.startswith(_SENTINEL):
+        rest = _untwin(token[len(_SENTINEL):])
+        return CONTINUATION + rest if rest else None
+    if token and ord(token[0]) >= _TWIN_OFFSET:
+        return CONTINUATION + _untwin(token)
+    return _untwin(token)
 
 
 def _complete_alphabet(tokens: list[str], specials: Sequence[str]) -> list[str]:
@@ -190,9 +217,9 @@ def _postprocess_continuation_model(model: dict[str, Any], specials: Sequence[st
             left, right = merge if isinstance(merge, list) else merge.split(" ", 1)
             if left == _SENTINEL:
                 continue  # attaching the sentinel: the renamed result already is a base `##` piece
-            left_renamed = _rename_sentinel(left)
-            assert left_renamed is not None and _SENTINEL not in right
-            pair = (left_renamed, right)
+            left_renamed, right_renamed = _rename_sentinel(left), _rename_sentinel(right)
+            assert left_renamed is not None and right_renamed is not None and _SENTINEL not in right
+            pair = (left_renamed, right_renamed)
             if pair in seen_merges:
                 continue
             seen_merges.add(pair)
@@ -260,14 +287,13 @@ def train_tokenizer(texts: Iterable[str], spec: TokenizerSpec, splitter: Morphem
     if spec.algorithm == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token=specials["unk"], max_input_chars_per_word=_LONGEST_WORD))
         trainer = trainers.WordPieceTrainer(vocab_size=spec.vocab_size, min_frequency=spec.min_frequency,
-                                            special_tokens=special_list, continuing_subword_prefix=CONTINUATION,
-                                            show_progress=False)
+                                            special_tokens=special_list, continuing_subword_prefix="",
+                                            show_progress=False)  # twins instead (module doc)
     elif spec.algorithm == "bpe":
         tokenizer = Tokenizer(models.BPE(unk_token=specials["unk"], continuing_subword_prefix=CONTINUATION,
                                          fuse_unk=True))
         trainer = trainers.BpeTrainer(vocab_size=spec.vocab_size, min_frequency=spec.min_frequency,
-                                      special_tokens=special_list, continuing_subword_prefix=CONTINUATION,
-                                      show_progress=False)
+                                      special_tokens=special_list, show_progress=False)  # twins instead
     else:
         tokenizer = Tokenizer(models.Unigram())
         trainer = trainers.UnigramTrainer(vocab_size=spec.vocab_size, special_tokens=special_list,
@@ -290,6 +316,7 @@ def _finish(trained: Any, spec: TokenizerSpec) -> Any:
     if spec.continuation:
         state["model"] = _postprocess_continuation_model(state["model"], list(specials.values()),
                                                          spec.vocab_size)
+        state["model"]["continuing_subword_prefix"] = CONTINUATION  # trained without it (twins)
     else:
         state["model"] = _fix_unigram_metaspace(state["model"], list(specials.values()), spec.vocab_size)
     state["pre_tokenizer"] = None

@@ -22,7 +22,7 @@ the text as it is written in the dialogue when found there, else the decoded tex
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,6 +97,7 @@ class WosAdapter(Adapter):
         self.max_value_tokens = 0
         self.normaliser: ValueNormaliser | None = None
         self.truncated = 0  # features of the last featurize call whose oldest tokens were cut
+        self._value_ids: dict[str, tuple[int, ...]] = {}  # value text -> token ids (no specials)
 
     # Setup -------------------------------------------------------------------------------------------
     def attach_data(self, protocol_data: ProtocolData[Any]) -> None:
@@ -106,12 +107,14 @@ class WosAdapter(Adapter):
 
     def prepare(self, tokenizer: Any, train_records: Sequence[Any] | None) -> None:
         self.tokenizer = tokenizer
+        self._value_ids = {}
         if train_records is None:
             return  # a saved model: build_model restores the slots and values from its head spec
         if self.ontology is None:
             raise DataError("wos: fine-tuning needs the ontology (wos-v1.1/ontology.json under the KLUE data "
                             "root; `klue data download wos` fetches it)")
         known = {slot: list(values) for slot, values in self.ontology.items()}
+        self._tokenize_values(train_records, tokenizer)
         longest = 1
         for turn in train_records:
             for item in turn.state:
@@ -123,7 +126,7 @@ class WosAdapter(Adapter):
                 if value not in known[slot]:
                     known[slot].append(value)
                 if value not in SPECIAL_VALUES:
-                    longest = max(longest, len(tokenizer(value, add_special_tokens=False)["input_ids"]))
+                    longest = max(longest, len(self._value_ids[value]))
         self._set_slots(list(self.ontology), known, sorted(s for s, v in self.ontology.items() if is_open_slot(v)),
                         longest + 1)
 
@@ -163,11 +166,25 @@ class WosAdapter(Adapter):
         return TradeHead(encoder, spec)
 
     # Features ----------------------------------------------------------------------------------------
+    def _tokenize_values(self, turns: Iterable[WosTurn], tokenizer: Any) -> None:
+        """Token ids of every state value not seen yet, in one batched call: states are cumulative, so a
+        value comes back turn after turn and would otherwise be tokenized again each time."""
+        new: dict[str, None] = {}
+        for turn in turns:
+            for item in turn.state:
+                parts = split_state_item(item)
+                if parts is not None and parts[2] not in self._value_ids:
+                    new[parts[2]] = None
+        if new:
+            encoded = tokenizer(list(new), add_special_tokens=False)["input_ids"]
+            self._value_ids.update((value, tuple(ids)) for value, ids in zip(new, encoded))
+
     def featurize(self, records: Sequence[Any], ctx: FeaturizeContext) -> list[Feature]:
         self.truncated = 0
         if not records:
             return []
         tokenizer = ctx.tokenizer
+        self._tokenize_values(records, tokenizer)
         specials = ctx.special_tokens()
         separator = self.end_token_id
         budget = ctx.max_len - len(specials)
@@ -208,7 +225,9 @@ class WosAdapter(Adapter):
                 raise DataError(f"wos: {turn.guid} has a state item {item!r} whose slot the model does not know")
             gates[k] = gate_of(value, self.gate_mask[k])
             if gates[k] == PTR:
-                tokens = tokenizer(value, add_special_tokens=False)["input_ids"][: self.max_value_tokens - 1]
+                if value not in self._value_ids:
+                    self._tokenize_values([turn], tokenizer)
+                tokens = self._value_ids[value][: self.max_value_tokens - 1]
                 values.append((k, (*tokens, self.end_token_id)))
         return tuple(gates), tuple(sorted(values))
 

@@ -16,7 +16,6 @@ Hand-written: no library provides a copy-augmented slot decoder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -38,14 +37,6 @@ class TradeOutput(HeadOutput):
     value_tokens: torch.Tensor | None = None
 
 
-def pad_rows(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
-    width = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), max(width, 1)), value, dtype=torch.int64)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.int64)
-    return out
-
-
 class TradeHead(EncoderWithHead):
     """`spec.options`: `slot_token_ids` (token ids of each slot's name), `gate_mask` (per slot, a 0/1 per
     gate in GATES order), `max_value_tokens` (generation limit, end token included), `end_token_id`."""
@@ -57,7 +48,8 @@ class TradeHead(EncoderWithHead):
         embedding_dim = int(self.word_embeddings.embedding_dim)
         self.max_value_tokens = int(options["max_value_tokens"])
         self.end_token_id = int(options["end_token_id"])
-        slot_ids = pad_rows(options["slot_token_ids"], -1)
+        slot_ids = nn.utils.rnn.pad_sequence([torch.tensor(ids, dtype=torch.int64) for ids in options["slot_token_ids"]],
+                                             batch_first=True, padding_value=-1)
         self.register_buffer("slot_ids", slot_ids.clamp(min=0), persistent=False)
         self.register_buffer("slot_id_mask", (slot_ids >= 0).float(), persistent=False)
         self.register_buffer("gate_mask", torch.tensor(options["gate_mask"], dtype=torch.bool), persistent=False)
@@ -120,10 +112,9 @@ class TradeHead(EncoderWithHead):
         start = states[:, 0]
         first_input = slots[None].expand(batch, count, hidden).reshape(batch * count, 1, hidden)
         output, _ = self.gru(self.dropout(first_input), start.repeat_interleave(count, 0)[None].contiguous())
-        output = output.view(batch, count, hidden)
-        scores = torch.bmm(output, states.transpose(1, 2)).float().masked_fill(~mask[:, None, :], float("-inf"))
-        context = torch.bmm(scores.softmax(-1).to(states.dtype), states)
-        logits = self.gate(self.dropout(torch.cat([output, context], -1))).float()
+        every_slot = torch.arange(batch, device=states.device).repeat_interleave(count)
+        context, _ = self.attend(output, states, mask, every_slot)
+        logits = self.gate(self.dropout(torch.cat([output, context], -1))).float().view(batch, count, -1)
         return logits.masked_fill(~self.gate_mask[None], float("-inf")), start
 
     def mixture(self, outputs: torch.Tensor, inputs: torch.Tensor, states: torch.Tensor, mask: torch.Tensor,

@@ -177,7 +177,7 @@ class RuleTracker:
         if slot is None:
             return False
         values = self.ontology[slot]
-        return value in values or is_open_slot(tuple(values))
+        return value in values or is_open_slot(values)
 
     def update(self, state: dict[str, str], user: str, system: str, domain: str | None) -> str | None:
         """Add this turn's slot values to `state` (in place); returns the active domain afterwards."""

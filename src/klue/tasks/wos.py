@@ -15,7 +15,7 @@ examples and `dialogues_of` collects them back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,11 +182,13 @@ def load_ontology(path: Path) -> dict[str, tuple[str, ...]]:
 
 
 def ontology_path(roots: DataRoots) -> Path:
-    """Where the ontology of the official layout sits under the KLUE data root."""
-    return roots.klue / "wos-v1.1" / ONTOLOGY_FILE
+    """Where the ontology sits under the KLUE data root: the task's declared resource file."""
+    resource = TASK.file("resource")
+    assert resource is not None  # declared in TASK.files below
+    return roots.klue / resource.path
 
 
-def is_open_slot(values: Sequence[str]) -> bool:
+def is_open_slot(values: Collection[str]) -> bool:
     return len(values) > OPEN_SLOT_MIN_VALUES
 
 

@@ -40,11 +40,29 @@ def run_in_two_processes(spec: dict[str, Any], tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
 
 
+def assert_same_training(single: Any, tmp_path: Path) -> Any:
+    """The two-process run under tmp_path/two has the losses and best weights of the one-process `single`
+    (tmp_path/one); returns its results."""
+    from safetensors.torch import load_file
+
+    from klue.reporting.schema import read_results
+
+    double = read_results(tmp_path / "two" / "results.json")
+    assert double.hyperparameters["num_processes"] == 2
+    losses_one = [p["loss"] for p in single.learning_curve if "loss" in p]
+    losses_two = [p["loss"] for p in double.learning_curve if "loss" in p]
+    assert losses_two == pytest.approx(losses_one, rel=1e-4)
+    weights_one = load_file(str(tmp_path / "one" / "best" / "model.safetensors"))
+    weights_two = load_file(str(tmp_path / "two" / "best" / "model.safetensors"))
+    for name in weights_one:
+        torch.testing.assert_close(weights_two[name], weights_one[name], rtol=1e-4, atol=1e-5)
+    return double
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_two_processes_match_one(examples: Callable[[str], list[Any]], tiny_model: Callable[[str, str], Path],
                                  tmp_path: Path) -> None:
-    from safetensors.torch import load_file
 
     import klue.training
 
@@ -58,18 +76,8 @@ def test_two_processes_match_one(examples: Callable[[str], list[Any]], tiny_mode
     run_in_two_processes({"task": "ner", "model": model, "data": data, "seed": 5, "out": str(tmp_path / "two"),
                           "overrides": dict(SETTINGS)}, tmp_path)
 
-    from klue.reporting.schema import read_results
-
-    double = read_results(tmp_path / "two" / "results.json")
-    assert double.hyperparameters["num_processes"] == 2
+    double = assert_same_training(single, tmp_path)
     assert double.scores == pytest.approx(single.scores, abs=1e-6)
-    losses_one = [p["loss"] for p in single.learning_curve if "loss" in p]
-    losses_two = [p["loss"] for p in double.learning_curve if "loss" in p]
-    assert losses_two == pytest.approx(losses_one, rel=1e-4)
-    weights_one = load_file(str(tmp_path / "one" / "best" / "model.safetensors"))
-    weights_two = load_file(str(tmp_path / "two" / "best" / "model.safetensors"))
-    for name in weights_one:
-        torch.testing.assert_close(weights_two[name], weights_one[name], rtol=1e-4, atol=1e-5)
     assert (tmp_path / "one" / "predictions.jsonl").read_text() == (tmp_path / "two" / "predictions.jsonl").read_text()
 
 
@@ -79,7 +87,6 @@ def test_wos_tracker_under_ddp_matches_one_process(klue_data_dir: Path, shared_d
                                                     tmp_path: Path) -> None:
     """Half of the turns have no value to generate, so some process steps run no value decoder: DDP must
     still find a gradient for every parameter, and the weights match one process."""
-    from safetensors.torch import load_file
 
     import klue.training
     from klue.data import protocols
@@ -106,14 +113,4 @@ def test_wos_tracker_under_ddp_matches_one_process(klue_data_dir: Path, shared_d
     run_in_two_processes({"task": "wos", "model": model, "data": data, "seed": 3, "out": str(tmp_path / "two"),
                           "overrides": dict(settings)}, tmp_path)
 
-    from klue.reporting.schema import read_results
-
-    double = read_results(tmp_path / "two" / "results.json")
-    assert double.hyperparameters["num_processes"] == 2
-    losses_one = [p["loss"] for p in single.learning_curve if "loss" in p]
-    losses_two = [p["loss"] for p in double.learning_curve if "loss" in p]
-    assert losses_two == pytest.approx(losses_one, rel=1e-4)
-    weights_one = load_file(str(tmp_path / "one" / "best" / "model.safetensors"))
-    weights_two = load_file(str(tmp_path / "two" / "best" / "model.safetensors"))
-    for name in weights_one:
-        torch.testing.assert_close(weights_two[name], weights_one[name], rtol=1e-4, atol=1e-5)
+    assert_same_training(single, tmp_path)

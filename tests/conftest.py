@@ -1,11 +1,19 @@
-"""Shared fixtures: where the real data is, and skips with a reason when it is not."""
+"""Shared fixtures: where the real data is (skips with a reason when it is not), and small real slices of
+each task's default local protocol for tests that train a baseline in seconds."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from klue import registry
+from klue.io.locate import roots_from
+from klue.protocols import ProtocolData, resolve
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +49,24 @@ def shared_data_dir() -> Path:
     if path is None:
         pytest.skip("../shared/data absent: the real Korean sets beside the official files are not here")
     return path
+
+
+SliceMaker = Callable[..., ProtocolData[Any]]
+
+
+@pytest.fixture(scope="session")
+def protocol_slice(klue_data_dir: Path, shared_data_dir: Path) -> SliceMaker:
+    """`protocol_slice(task, n_train, n_eval, protocol=None)`: the first records of each side of a
+    protocol (the task's default local one unless named), so a baseline trains in seconds."""
+    roots = roots_from(klue_data_dir, shared_data_dir)
+    cache: dict[tuple[str, str], ProtocolData[Any]] = {}
+
+    def make(task_name: str, n_train: int, n_eval: int, protocol: str | None = None) -> ProtocolData[Any]:
+        task = registry.get(task_name)
+        name = protocol or task.default_local_protocol
+        if (task_name, name) not in cache:
+            cache[(task_name, name)] = resolve(task, name, roots)
+        full = cache[(task_name, name)]
+        return dataclasses.replace(full, train=full.train[:n_train], eval=full.eval[:n_eval])
+
+    return make

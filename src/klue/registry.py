@@ -1,20 +1,20 @@
-"""name -> Task. Tasks are discovered from the modules of `klue.tasks`; this is the only task list.
+"""name -> Task. The task packages under `klue.tasks` are found on disk; this is the only task list.
 
-Each module under `klue/tasks/` (other than `base`) declares one `TASK` and calls `register(TASK)`
-when imported. Adding a ninth task means adding one module.
+Each package `klue/tasks/<name>/` (whose name does not start with `_`) declares one `TASK`; the registry
+imports the packages on first use and indexes their names and aliases. Nothing in a task imports the
+registry, so a ninth task is one new package and nothing else.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import pkgutil
 from typing import Any
 
+import klue.tasks as task_packages
 from klue.tasks.base import Task
-
-_TASKS: dict[str, Task[Any, Any]] = {}
-_loaded = False
 
 
 class UnknownTaskError(KeyError):
@@ -28,40 +28,39 @@ class UnknownTaskError(KeyError):
         return self.message
 
 
-def register(task: Task[Any, Any]) -> Task[Any, Any]:
-    for key in (task.name, *task.aliases):
-        if key in _TASKS and _TASKS[key] is not task:
-            raise ValueError(f"task name {key!r} is registered twice")
-        _TASKS[key] = task
-    return task
-
-
-def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    import klue.tasks as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "base" and not module.name.startswith("_"):
-            importlib.import_module(f"klue.tasks.{module.name}")
-    _loaded = True
+@functools.cache
+def _index() -> tuple[tuple[Task[Any, Any], ...], dict[str, Task[Any, Any]]]:
+    """(every task in the paper's order, name or alias -> task); a name given twice is an error."""
+    tasks = []
+    for module in pkgutil.iter_modules(task_packages.__path__):
+        if not module.ispkg or module.name.startswith("_"):
+            continue
+        task = getattr(importlib.import_module(f"{task_packages.__name__}.{module.name}"), "TASK", None)
+        if not isinstance(task, Task):
+            raise TypeError(f"klue.tasks.{module.name} defines no TASK (a klue.tasks.base.Task)")
+        tasks.append(task)
+    by_key: dict[str, Task[Any, Any]] = {}
+    for task in tasks:
+        for key in (task.name, *task.aliases):
+            key = key.lower()
+            if key in by_key:
+                raise ValueError(f"task name {key!r} is declared by both {by_key[key].package} and {task.package}")
+            by_key[key] = task
+    return tuple(sorted(tasks, key=lambda t: (t.order, t.name))), by_key
 
 
 def get(name: str) -> Task[Any, Any]:
     """The task called `name` (short name or alias, case-insensitive)."""
-    _load_all()
     key = name.strip().lower()
-    if key not in _TASKS:
-        raise UnknownTaskError(name, [t.name for t in all_tasks()])
-    return _TASKS[key]
+    tasks, by_key = _index()
+    if key not in by_key:
+        raise UnknownTaskError(name, [t.name for t in tasks])
+    return by_key[key]
 
 
 def all_tasks() -> list[Task[Any, Any]]:
     """Every registered task once, in the paper's order."""
-    _load_all()
-    unique = {id(t): t for t in _TASKS.values()}
-    return sorted(unique.values(), key=lambda t: t.order)
+    return list(_index()[0])
 
 
 def resolve(names: str) -> list[Task[Any, Any]]:

@@ -1,35 +1,37 @@
-"""Score a prediction file against a gold file: read both, align by guid, validate, call `task.evaluate`.
+"""The one judge: a prediction file + gold records -> the official metrics, and a run's `Results`.
 
-Prediction files (SPEC section 3) are JSON Lines, one object per gold example with its `guid`. For
-convenience two more shapes are accepted (the shapes of `shared/data/scoring-cases`):
-
-- a JSON list aligned with the gold order, one item per gold example;
-- a JSON object mapping guid -> item.
-
-An item is either the prediction object without its guid (`{"heads": [...], "deprels": [...]}`), or,
-for tasks whose prediction has a single field, that field's value alone (a YNAT/NLI label, an STS score,
-NER tags, an MRC answer, a WoS state). In these two shapes only, an integer `label` is an index into the
-task's official label order (YNAT categories; RE relations, or the `label_list` given). Any of the three
-may be gzip-compressed. Nothing here imports torch or sklearn.
+`klue score` calls `score_files`; every producer (a fine-tuned encoder, a CPU baseline, later prompted
+LMs) writes its prediction file and calls `judge`, which scores that file through the same path
+(`score_predictions`) and assembles the run's `Results`, provenance included: the one place it is filled.
+Nothing here imports torch or sklearn.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import json
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError, Problem, ProblemLog
+from klue.io.provenance import git_revision, library_versions, utc_now
 from klue.metrics.classification import check_mode
 from klue.metrics.report import MetricMode, MetricReport
+from klue.predictions import SHOWN_GUIDS, align, name_list, read_label_list, read_predictions
+from klue.protocols import ProtocolData
+from klue.results import (
+    PREDICTIONS_FILE,
+    RESULTS_FILE,
+    CurvePoint,
+    Results,
+    TrainingSummary,
+    metric_fields,
+    write_results,
+)
 from klue.tasks.base import Task
-
-SHOWN_GUIDS = 5  # how many offending guids a message names before giving the count
 
 
 @dataclass(frozen=True)
@@ -44,192 +46,19 @@ class ScoreResult:
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise DataError(f"cannot read file: {error.strerror or error}", path) from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as error:
-            raise DataError(f"broken gzip file: {error}", path) from None
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise DataError([Problem(str(path), f"line {line}", f"bytes that are not UTF-8 at offset {error.start}")]) \
-            from None
-    if not text.strip():
-        raise DataError([Problem(str(path), "line 1", "the file is empty")])
-    return text
-
-
-def _name_list(names: Sequence[str], total: int | None = None) -> str:
-    count = len(names) if total is None else total
-    shown = ", ".join(repr(n) for n in names[:SHOWN_GUIDS])
-    more = f" (first {SHOWN_GUIDS} of {count})" if count > SHOWN_GUIDS else ""
-    return f"{shown}{more}"
-
-
-def read_label_list(path: Path, expected: Sequence[str]) -> tuple[str, ...]:
-    """A label order file: `{"relations": [...]}` (RE's relation_list.json) or a plain JSON list. It
-    must name exactly the task's labels, in any order."""
-    try:
-        data = json.loads(_read_text(path))
-    except json.JSONDecodeError as error:
-        raise DataError([Problem(str(path), f"line {error.lineno}", f"invalid JSON: {error.msg}")]) from None
-    if isinstance(data, dict) and len(data) == 1:
-        data = next(iter(data.values()))
-    if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
-        raise DataError("expected a JSON list of label names or {\"relations\": [names]}", path)
-    if len(set(data)) != len(data):
-        raise DataError("a label is listed twice", path)
-    if set(data) != set(expected):
-        missing = sorted(set(expected) - set(data))
-        unknown = sorted(set(data) - set(expected))
-        raise DataError(f"the label list must name the {len(expected)} official labels; missing {missing[:5]}, "
-                        f"unknown {unknown[:5]}", path)
-    return tuple(data)
-
-
 def read_gold(task: Task[Any, Any], path: Path, gold_format: str | None = None) -> tuple[list[Any], list[Problem]]:
     """Gold records through the task's official reader (or `task.other_readers[gold_format]`)."""
-    if gold_format is None or gold_format == "official":
-        reader = task.read
-    elif gold_format in task.other_readers:
-        reader = task.other_readers[gold_format]
-    else:
+    try:
+        reader = task.reader(gold_format)
+    except DataError:
         known = ", ".join(["official", *task.other_readers])
-        raise DataError(f"unknown gold format {gold_format!r} for {task.name}; formats: {known}")
+        raise DataError(f"unknown gold format {gold_format!r} for {task.name}; formats: {known}") from None
     log = ProblemLog(str(path))
     records = reader(path, log)
     log.raise_if_errors()
     if not records:
         raise DataError("the gold file holds no examples", path)
     return records, log.warnings
-
-
-class _PredictionShape:
-    """Turns the items of the list and map shapes into prediction objects for `task.parse_prediction`."""
-
-    def __init__(self, task: Task[Any, Any], label_list: Sequence[str] | None) -> None:
-        self.task = task
-        self.labels = tuple(label_list) if label_list is not None else task.labels
-        names = [f.name for f in dataclasses.fields(task.prediction_type) if f.name != "guid"]
-        self.single_field = names[0] if len(names) == 1 else None
-
-    def to_object(self, guid: str, item: Any, log: ProblemLog, location: str) -> dict[str, Any] | None:
-        if isinstance(item, dict):
-            obj = dict(item)
-            if obj.setdefault("guid", guid) != guid:
-                log.error(location, f"the item's guid {obj['guid']!r} differs from {guid!r}, the guid of its place")
-                return None
-        elif self.single_field is not None:
-            obj = {"guid": guid, self.single_field: item}
-        else:
-            log.error(location, f"{guid}: expected an object with the fields of a {self.task.name} prediction")
-            return None
-        label = obj.get("label")
-        if isinstance(label, int) and not isinstance(label, bool) and self.labels:
-            if not 0 <= label < len(self.labels):
-                log.error(location, f"{guid}: label index {label} is outside 0-{len(self.labels) - 1}")
-                return None
-            obj["label"] = self.labels[label]
-        return obj
-
-
-def _reorder_probabilities(obj: dict[str, Any], order: Sequence[str], official: Sequence[str]) -> None:
-    probs = obj.get("probs")
-    if isinstance(probs, list) and len(probs) == len(order):
-        by_name = dict(zip(order, probs))
-        obj["probs"] = [by_name[name] for name in official]
-
-
-def _parse_jsonl(text: str, log: ProblemLog) -> list[tuple[str, Any]]:
-    objects: list[tuple[str, Any]] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        location = f"line {number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            log.error(location, f"invalid JSON: {error.msg} (column {error.colno})")
-            continue
-        if not isinstance(obj, dict):
-            log.error(location, "each line must be one JSON object with a `guid`")
-            continue
-        objects.append((location, obj))
-    return objects
-
-
-def read_predictions(task: Task[Any, Any], path: Path, gold_guids: Sequence[str],
-                     label_list: Sequence[str] | None = None) -> tuple[dict[str, Any], str, list[Problem]]:
-    """Predictions by guid, the file's shape ("jsonl", "list", "map") and the warnings; every problem
-    (bad line, bad field, duplicate guid) raises one DataError listing them all."""
-    text = _read_text(path)
-    log = ProblemLog(str(path))
-    shape = _PredictionShape(task, label_list)
-    reorder = label_list is not None and tuple(label_list) != tuple(task.labels)
-    whole: Any = None
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        pass  # several lines: JSON Lines
-    objects: list[tuple[str, Any]] = []
-    if isinstance(whole, list):
-        kind = "list"
-        if len(whole) != len(gold_guids):
-            raise DataError([Problem(str(path), "$", f"a JSON list of predictions must hold one item per gold "
-                                     f"example, in gold order: {len(whole)} items for {len(gold_guids)} examples")])
-        for index, (guid, item) in enumerate(zip(gold_guids, whole)):
-            obj = shape.to_object(guid, item, log, f"$[{index}]")
-            if obj is not None:
-                objects.append((f"$[{index}]", obj))
-    elif isinstance(whole, dict) and not isinstance(whole.get("guid"), str):
-        kind = "map"
-        for guid, item in whole.items():
-            location = f"$[{json.dumps(guid, ensure_ascii=False)}]"
-            obj = shape.to_object(guid, item, log, location)
-            if obj is not None:
-                objects.append((location, obj))
-    else:
-        kind = "jsonl"
-        objects = _parse_jsonl(text, log)
-    by_guid: dict[str, Any] = {}
-    first_seen: dict[str, str] = {}
-    for location, obj in objects:
-        if reorder and label_list is not None:
-            _reorder_probabilities(obj, label_list, task.labels)
-        prediction = task.parse_prediction(obj, log, location)
-        if prediction is None:
-            continue
-        guid = getattr(prediction, "guid", obj.get("guid"))
-        if guid in first_seen:
-            log.error(location, f"duplicate guid {guid!r} (first at {first_seen[guid]})")
-            continue
-        first_seen[guid] = location
-        by_guid[guid] = prediction
-    log.raise_if_errors()
-    return by_guid, kind, log.warnings
-
-
-def align(gold_guids: Sequence[str], by_guid: Mapping[str, Any], predictions_path: str) -> list[Any]:
-    """Predictions in gold order; DataError naming the missing and the unknown guids (first few + count)."""
-    problems = []
-    missing = [g for g in gold_guids if g not in by_guid]
-    if missing:
-        problems.append(Problem(predictions_path, "", f"{len(missing)} gold examples have no prediction: "
-                                f"{_name_list(missing)}"))
-    known = set(gold_guids)
-    unknown = [g for g in by_guid if g not in known]
-    if unknown:
-        problems.append(Problem(predictions_path, "", f"{len(unknown)} predictions name guids that are not in "
-                                f"the gold file: {_name_list(unknown)}"))
-    if problems:
-        raise DataError(problems)
-    return [by_guid[g] for g in gold_guids]
 
 
 def evaluate(task: Task[Any, Any], golds: Sequence[Any], predictions: Sequence[Any], mode: MetricMode,
@@ -259,7 +88,7 @@ def evaluate(task: Task[Any, Any], golds: Sequence[Any], predictions: Sequence[A
     problems = [Problem(predictions_path, guid, message) for guid, message in offending[:SHOWN_GUIDS]]
     if len(offending) > SHOWN_GUIDS:
         problems.append(Problem(predictions_path, "", f"{len(offending)} predictions in all are unusable: "
-                                f"{_name_list([g for g, _ in offending])}"))
+                                f"{name_list([g for g, _ in offending])}"))
     raise DataError(problems)
 
 
@@ -316,3 +145,56 @@ def result_to_json(result: ScoreResult) -> dict[str, Any]:
     out["prediction_format"] = result.prediction_format
     out["warnings"] = len(result.warnings)
     return out
+
+
+@dataclass(frozen=True)
+class ProducerReport:
+    """What a producer says about its run; the judge adds the scores, the data and the provenance."""
+
+    model: str
+    model_family: str  # "classic", "encoder", "llm"
+    seed: int
+    started: float  # time.perf_counter() when the run began (wall time runs to the end of judging)
+    recipe: str | None = None
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    training: TrainingSummary | None = None
+    learning_curve: list[CurvePoint] = field(default_factory=list)
+    train_time_s: float = 0.0
+    train_examples_per_s: float | None = None
+    eval_examples_per_s: float | None = None
+
+
+def provenance() -> dict[str, Any]:
+    """The software fields of every results file."""
+    return {"library_versions": library_versions(), "git_revision": git_revision(), "created_at": utc_now()}
+
+
+def judge(task: Task[Any, Any], data: ProtocolData[Any], run_dir: Path, mode: MetricMode,
+          producer: ProducerReport, *, write: bool = True) -> Results:
+    """Score `run_dir/predictions.jsonl` against `data.eval` as `klue score` does, and assemble the run's
+    Results (written to `run_dir/results.json` unless `write` is off: the non-main processes of a
+    distributed run judge the same file without writing)."""
+    scored = score_predictions(task, data.eval, run_dir / PREDICTIONS_FILE, mode)
+    report = scored.report
+    results = Results(
+        task=task.name, task_version=task.version, model=producer.model, model_family=producer.model_family,
+        seed=producer.seed, protocol=data.protocol, protocol_official=data.official,
+        protocol_description=data.description, metric_mode=mode, **metric_fields(report),
+        metric_versions={name: task.metric_spec(name).version for name in report.scores},
+        n_train=len(data.train), data_sources=list(data.sources), recipe=producer.recipe,
+        hyperparameters=dict(producer.hyperparameters), training=producer.training,
+        learning_curve=list(producer.learning_curve), train_time_s=producer.train_time_s,
+        train_examples_per_s=producer.train_examples_per_s, eval_examples_per_s=producer.eval_examples_per_s,
+        predictions_file=PREDICTIONS_FILE, **provenance())
+    results.wall_time_s = time.perf_counter() - producer.started
+    if write:
+        write_results(run_dir / RESULTS_FILE, results)
+    return results
+
+
+def failure_results(task: str, task_version: str, model: str, model_family: str, seed: int, protocol: str,
+                    mode: str, error: str, wall_time_s: float) -> Results:
+    """A failed run's record: what is known of it, and its error (with the same provenance fields)."""
+    return Results(task=task, task_version=task_version, model=model, model_family=model_family, seed=seed,
+                   protocol=protocol, protocol_official=False, protocol_description="", metric_mode=mode,
+                   status="failed", error=error, wall_time_s=wall_time_s, **provenance())

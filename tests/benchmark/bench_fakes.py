@@ -3,12 +3,11 @@
 `counting_cell` stands for a whole cell (no data, no model): it logs each call to a file, so tests can
 count calls across processes, and raises KeyboardInterrupt or an error on request through marker files.
 `oracle_family` is a real, if trivial, model family: it predicts each evaluation record's gold answer,
-writes predictions.jsonl and scores them with the task's official metrics.
+writes predictions.jsonl and lets the judge score it, as every producer does.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Mapping
@@ -17,8 +16,11 @@ from typing import Any
 
 from klue.benchmark.cells import CellSpec
 from klue.errors import DataError
-from klue.reporting.schema import Results, metric_fields
-from klue.tasks.base import ProtocolData, Task
+from klue.predictions import write_predictions
+from klue.protocols import ProtocolData
+from klue.results import PREDICTIONS_FILE, Results
+from klue.scoring import ProducerReport, judge
+from klue.tasks.base import Task
 
 INTERRUPT_MARK = "interrupt-at"  # file in the benchmark dir holding "<task>/seed<k>"
 FAIL_MARK = "fail-task"  # file in the benchmark dir holding a task name
@@ -51,16 +53,11 @@ def counting_cell(spec: CellSpec) -> Results:
 
 def oracle_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
                   mode: str, overrides: Mapping[str, Any]) -> Results:
+    started = time.perf_counter()
     predictions = [task.gold_prediction(r) for r in protocol_data.eval]
-    with (out_dir / "predictions.jsonl").open("w", encoding="utf-8") as handle:
-        for p in predictions:
-            handle.write(json.dumps(task.prediction_to_json(p), ensure_ascii=False) + "\n")
-    report = task.evaluate(protocol_data.eval, predictions, mode)  # type: ignore[arg-type]
-    return Results(task=task.name, task_version=task.version, model=model, model_family="oracle", seed=seed,
-                   protocol=protocol_data.protocol, protocol_official=protocol_data.official,
-                   protocol_description=protocol_data.description, metric_mode=mode,
-                   n_train=len(protocol_data.train), predictions_file="predictions.jsonl", recipe="gold answers",
-                   **metric_fields(report))
+    write_predictions(out_dir / PREDICTIONS_FILE, task, protocol_data.eval, predictions, "the oracle")
+    producer = ProducerReport(model=model, model_family="oracle", seed=seed, started=started, recipe="gold answers")
+    return judge(task, protocol_data, out_dir, mode, producer)  # type: ignore[arg-type]
 
 
 def device_cell(spec: CellSpec) -> Results:

@@ -21,9 +21,9 @@ from bench_fakes import (
 from klue import registry
 from klue.benchmark.cells import CellSpec, choose_protocol, model_slug, run_cell
 from klue.benchmark.runner import BenchmarkPlan, cell_done, run_benchmark, worker_count
-from klue.data.locate import DataRoot, missing_files
+from klue.io.locate import DataRoot, missing_files
 from klue.errors import DataError
-from klue.reporting.schema import read_results, write_results
+from klue.results import read_results, write_results
 
 
 def two_tasks() -> tuple[str, str]:
@@ -155,7 +155,7 @@ def test_each_worker_owns_one_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_auto_protocol_is_official_only_with_the_train_file(tmp_path: Path) -> None:
-    from klue.tasks.base import DataRoots
+    from klue.io.locate import DataRoots
 
     task = registry.all_tasks()[0]
     roots = DataRoots(tmp_path)
@@ -174,8 +174,8 @@ def test_real_cells_with_a_fake_family_and_a_task_without_data(tmp_path: Path, k
     a task whose dev file is absent fails with the protocol's DataError and the other completes."""
     root = DataRoot(klue_data_dir, "test")
     dev_path = {t.name: t.file("dev") for t in registry.all_tasks()}
-    present = [t for t in registry.all_tasks() if dev_path[t.name] and dev_path[t.name].path not in missing_files(t, root)]
-    absent = [t for t in registry.all_tasks() if dev_path[t.name] and dev_path[t.name].path in missing_files(t, root)]
+    present = [t for t in registry.all_tasks() if dev_path[t.name] and dev_path[t.name].path not in missing_files([f.path for f in t.files], root)]
+    absent = [t for t in registry.all_tasks() if dev_path[t.name] and dev_path[t.name].path in missing_files([f.path for f in t.files], root)]
     if not present or not absent:
         pytest.skip("needs one registered task with its dev file here and one without")
     task = min(present, key=lambda t: (dev_path[t.name].size or 0))

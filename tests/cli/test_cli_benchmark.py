@@ -69,7 +69,8 @@ def test_quickstart_without_data_and_without_network_fails_with_one_sentence(tmp
 
 
 def test_quickstart_runs_reports_and_names_tasks_it_cannot_run(tmp_path: Path, klue_data_dir: Path) -> None:
-    from klue.data.protocols import available, roots_from
+    from klue.io.locate import roots_from
+    from klue.protocols import available
 
     roots = roots_from(str(klue_data_dir), None)
     without = [t.name for t in registry.all_tasks() if not available(t, roots)]

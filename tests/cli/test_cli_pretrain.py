@@ -68,4 +68,4 @@ def test_tokenizer_mlm_then_klue_train(tmp_path: Path, klue_data_dir: Path) -> N
                                  "batch_size=8", "max_len=64", "evals_per_epoch=0", "progress=false"])
     assert result.exit_code == 0, result.output
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert results["hyperparameters"]["model_source"] == "pretrained"
+    assert results["training"]["model_source"] == "pretrained"

@@ -35,7 +35,7 @@ def test_train_predict_score(nli_model: Path, klue_data_dir: Path, tmp_path: Pat
     assert "accuracy" in result.stdout
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["protocol"] == "local:dev-80-20" and results["recipe"] == "paper/base"
-    assert results["hyperparameters"]["total_steps"] == 2 and results["seed"] == 3
+    assert results["training"]["total_steps"] == 2 and results["seed"] == 3
     assert results["data_sources"] and results["library_versions"]["torch"]
     assert sum(1 for _ in (out / "predictions.jsonl").open()) == results["n_eval"]
 

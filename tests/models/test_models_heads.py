@@ -10,7 +10,7 @@ import torch
 from torch.nn import functional as F
 
 from klue.models.heads import IGNORE_INDEX, HeadSpec, build_head
-from klue.models.loading import load_encoder, load_finetuned, save_finetuned, uses_token_type_ids
+from klue.models.loading import ModelCard, load_encoder, load_finetuned, save_finetuned, uses_token_type_ids
 from klue.models.tiny import make_tiny_model_dir
 
 TEXTS = ["경찰은 또 성매매 알선 자금을 관리한 박씨의 딸과 성매매 여성 김모씨 등을 입건했다.",
@@ -71,10 +71,11 @@ def test_saved_model_loads_back_identically(tiny: Path, tmp_path: Path) -> None:
     loaded = load_encoder(tiny)
     spec = HeadSpec("sequence_classification", ("x", "y"), 0.0)
     model = build_head(loaded.encoder, spec).eval()
-    save_finetuned(tmp_path / "best", model, loaded.tokenizer, {"task": "nli", "head": spec.to_json()})
-    save_finetuned(tmp_path / "best", model, loaded.tokenizer, {"task": "nli", "head": spec.to_json()})  # replace
+    card = ModelCard("nli", "1", str(tiny), spec, 64, 16, 1, "paper/base", "local:dev-80-20")
+    save_finetuned(tmp_path / "best", model, loaded.tokenizer, card)
+    save_finetuned(tmp_path / "best", model, loaded.tokenizer, card)  # replace
     back = load_finetuned(tmp_path / "best")
-    assert back.head == spec
+    assert back.head == spec and back.card == card
     rebuilt = build_head(back.encoder, back.head).eval()
     back.load_weights_into(rebuilt)
     encoded = loaded.tokenizer(TEXTS[:2], padding=True, return_tensors="pt")

@@ -165,15 +165,15 @@ def test_ner_model_name_finder_runs_end_to_end(tmp_path: Path, klue_data_dir: Pa
 
     import torch
 
-    from klue import registry
-    from klue.data import protocols
+    from klue import protocols, registry
+    from klue.io.locate import roots_from
     from klue.models.tiny import make_tiny_model_dir
     from klue.pretraining.ner_names import ner_name_finder
     from klue.training.run import run
 
     torch.set_num_threads(1)
     task = registry.get("ner")
-    data = protocols.resolve(task, protocols.DEV_80_20, protocols.roots_from(str(klue_data_dir), None))
+    data = protocols.resolve(task, protocols.DEV_80_20, roots_from(str(klue_data_dir), None))
     data = dataclasses.replace(data, train=data.train[:32], eval=data.eval[:8])
     model = make_tiny_model_dir(tmp_path / "tiny", "bert", [r.text for r in data.train], vocab_size=400)
     run(task, str(model), data, 1, tmp_path / "ner", {"max_steps": 2, "batch_size": 8, "max_len": 64,

@@ -9,7 +9,7 @@ import pytest
 from report_fixtures import ENCODER, PARTIAL, fixture_results
 
 from klue import registry
-from klue.reporting.schema import Results, write_results
+from klue.results import Results, write_results
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from klue import registry
-from klue.tasks.base import ProtocolData
+from klue.protocols import ProtocolData
 
 SETTINGS = {"learning_rate": 3e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_len": 48,
             "eval_steps": 4, "logging_steps": 2, "progress": False, "save_checkpoints": False}
@@ -45,12 +45,12 @@ def assert_same_training(single: Any, tmp_path: Path) -> Any:
     (tmp_path/one); returns its results."""
     from safetensors.torch import load_file
 
-    from klue.reporting.schema import read_results
+    from klue.results import read_results
 
     double = read_results(tmp_path / "two" / "results.json")
-    assert double.hyperparameters["num_processes"] == 2
-    losses_one = [p["loss"] for p in single.learning_curve if "loss" in p]
-    losses_two = [p["loss"] for p in double.learning_curve if "loss" in p]
+    assert double.training.num_processes == 2
+    losses_one = [p.loss for p in single.learning_curve if p.loss is not None]
+    losses_two = [p.loss for p in double.learning_curve if p.loss is not None]
     assert losses_two == pytest.approx(losses_one, rel=1e-4)
     weights_one = load_file(str(tmp_path / "one" / "best" / "model.safetensors"))
     weights_two = load_file(str(tmp_path / "two" / "best" / "model.safetensors"))
@@ -89,13 +89,14 @@ def test_wos_tracker_under_ddp_matches_one_process(klue_data_dir: Path, shared_d
     still find a gradient for every parameter, and the weights match one process."""
 
     import klue.training
-    from klue.data import protocols
+    from klue import protocols
+    from klue.io.locate import roots_from
     from klue.models.tiny import make_tiny_model_dir
-    from klue.tasks.wos import WosDialogue, WosUtterance, expand_turns
+    from klue.tasks.wos.records import WosDialogue, WosUtterance, expand_turns
 
     torch.set_num_threads(1)
     task = registry.get("wos")
-    roots = protocols.roots_from(klue_data_dir, shared_data_dir)
+    roots = roots_from(klue_data_dir, shared_data_dir)
     if not (shared_data_dir / "klue-partial" / "wos-v1.1").is_dir():
         pytest.skip("the WoS dev sample is absent")
     real = protocols.resolve(task, "local:wos-dev-sample10", roots).train[:4]

@@ -10,10 +10,9 @@ import torch
 
 from klue import registry
 from klue.errors import ProblemLog
-from klue.tasks.base import ProtocolData
-from klue.tasks.mrc import MrcAnswer, MrcRecord
-from klue.training.adapters import get_adapter
-from klue.training.features import FeaturizeContext
+from klue.protocols import ProtocolData
+from klue.tasks.mrc.records import MrcAnswer, MrcRecord
+from klue.models.features import FeaturizeContext
 
 OVERFIT = {"learning_rate": 3e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 256,
            "evals_per_epoch": 0, "save_checkpoints": False, "progress": False, "logging_steps": 10}
@@ -53,7 +52,7 @@ def model_dir(korquad: list[MrcRecord], tmp_path_factory: pytest.TempPathFactory
 def test_windows_map_every_korquad_answer_back_to_its_text(korquad: list[MrcRecord], model_dir: Path) -> None:
     from klue.models.loading import load_tokenizer
 
-    adapter = get_adapter(registry.get("mrc"))
+    adapter = registry.get("mrc").make_adapter()
     adapter.head_spec(None, {})
     # Short windows with overlap, so most long contexts are cut into several windows.
     back = adapter.roundtrip(korquad, FeaturizeContext(load_tokenizer(model_dir), 256, True, 64))
@@ -78,9 +77,9 @@ def test_tiny_model_memorises_64_korquad_questions(korquad: list[MrcRecord], mod
     data = ProtocolData("local:memorise-64", False, "64 questions, trained and evaluated on themselves", records,
                         records, None, ())
     results = klue.training.run(registry.get("mrc"), str(model_dir), data, 7, tmp_path / "run", OVERFIT)
-    print("mrc", results.scores, results.hyperparameters["n_train_features"], "windows")
+    print("mrc", results.scores, results.training.n_train_features, "windows")
     assert results.scores["exact_match"] >= 90.0
-    assert results.hyperparameters["n_train_features"] > len(records)  # long contexts gave several windows
+    assert results.training.n_train_features > len(records)  # long contexts gave several windows
 
 
 def synthetic_klue_mrc(n: int) -> list[MrcRecord]:

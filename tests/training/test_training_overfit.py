@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from klue import registry
-from klue.reporting.schema import read_results
-from klue.tasks.base import ProtocolData
+from klue.results import read_results
+from klue.protocols import ProtocolData
 
 # Tiny from-scratch models learn fast only at a high learning rate without warm-up; NER (13 tags per
 # character) and NLI (pairs) need more passes than YNAT and STS.
@@ -69,9 +69,9 @@ def test_tiny_models_memorise_64_examples(task_name: str, arch: str, examples: C
     task = registry.get(task_name)
     print(task_name, arch, results.scores, f"{results.train_examples_per_s:.0f} ex/s")
     assert results.scores[task.key_metric] >= 95.0
-    losses = [point["loss"] for point in results.learning_curve if "loss" in point]
+    losses = [point.loss for point in results.learning_curve if point.loss is not None]
     assert losses[-1] < 0.5 * losses[0]
-    assert results.hyperparameters["use_token_type_ids"] is (arch == "bert")
+    assert results.training.use_token_type_ids is (arch == "bert")
 
     # The written files: results.json reads back, and `klue score` agrees with the run's own scores.
     assert read_results(tmp_path / "run" / "results.json").scores == results.scores

@@ -14,9 +14,9 @@ import torch
 
 from klue import registry
 from klue.errors import DataError, ProblemLog
-from klue.tasks.base import ProtocolData
-from klue.training.adapters.dp import word_spans, word_token_ends
-from klue.training.adapters.re import mark
+from klue.protocols import ProtocolData
+from klue.tasks.dp.adapter import word_spans, word_token_ends
+from klue.tasks.re.adapter import mark
 
 OVERFIT = {"learning_rate": 3e-3, "epochs": 25, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 128,
            "evals_per_epoch": 0, "save_checkpoints": False, "progress": False, "logging_steps": 10}
@@ -82,8 +82,8 @@ def test_tiny_models_memorise_64_re_examples(arch: str, variant: dict[str, Any],
     # [CLS] pooling has to find both mentions through attention: a 2-layer model memorises more slowly.
     floor = 80.0 if variant.get("head.pooling") == "cls" else 95.0
     assert results.scores["micro_f1"] >= floor
-    assert results.hyperparameters["added_tokens"] == 28
-    losses = [point["loss"] for point in results.learning_curve if "loss" in point]
+    assert results.training.added_tokens == 28
+    losses = [point.loss for point in results.learning_curve if point.loss is not None]
     assert losses[-1] < 0.5 * losses[0]
 
     # The predictions file carries 30 probabilities per example and passes `klue score` on the same gold.
@@ -125,7 +125,7 @@ def test_tiny_models_memorise_64_dp_sentences(arch: str, variant: dict[str, Any]
     results = train_on_themselves("dp", records, tiny_model("dp", arch), tmp_path / "run", **variant)
     print("dp", arch, variant, results.scores)
     assert results.scores["uas_micro_f1"] >= 95.0 and results.scores["las_micro_f1"] >= 90.0
-    losses = [point["loss"] for point in results.learning_curve if "loss" in point]
+    losses = [point.loss for point in results.learning_curve if point.loss is not None]
     assert losses[-1] < 0.5 * losses[0]
     if variant.get("head.decoding", "mst") == "mst":  # MST output is always one tree with one root
         from klue.models.mst import mst_decode  # noqa: F401 (the decoder under test)

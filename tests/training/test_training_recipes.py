@@ -8,7 +8,8 @@ import pytest
 
 from klue import registry
 from klue.errors import DataError
-from klue.training.recipes import load_recipe, parse_overrides, resolve
+from klue.cli._common import parse_key_values
+from klue.training.recipes import load_recipe, resolve
 
 BASE = SimpleNamespace(hidden_size=768)
 LARGE = SimpleNamespace(hidden_size=1024)
@@ -34,7 +35,7 @@ def test_every_registered_task_has_a_paper_recipe() -> None:
 
 
 def test_overrides_are_typed_and_checked() -> None:
-    values = parse_overrides(["learning_rate=1e-3", "epochs=2", "group_by_length=true", "max_steps=null"])
+    values = parse_key_values(["learning_rate=1e-3", "epochs=2", "group_by_length=true", "max_steps=null"], "an override")
     hp = resolve("paper", "ynat", BASE, values).hyperparameters
     assert (hp.learning_rate, hp.epochs, hp.group_by_length, hp.max_steps) == (1e-3, 2.0, True, None)
     assert resolve("paper", "ynat", BASE, {"size": "large"}).name == "paper/large"
@@ -45,13 +46,13 @@ def test_overrides_are_typed_and_checked() -> None:
     with pytest.raises(DataError, match="warmup_ratio"):
         resolve("paper", "ynat", BASE, {"warmup_ratio": 1.5})
     with pytest.raises(DataError, match="key=value"):
-        parse_overrides(["epochs"])
+        parse_key_values(["epochs"], "an override")
     with pytest.raises(DataError, match="unknown recipe"):
         load_recipe("nonexistent")
 
 
 def test_head_options_are_collected_for_the_adapter() -> None:
-    values = parse_overrides(["head.pooling=cls", "head.markers=typed", "epochs=1"])
+    values = parse_key_values(["head.pooling=cls", "head.markers=typed", "epochs=1"], "an override")
     hp = resolve("paper", "re", BASE, values).hyperparameters
     assert hp.head_options == {"pooling": "cls", "markers": "typed"}
     assert hp.epochs == 1.0

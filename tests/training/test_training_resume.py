@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from klue import registry
-from klue.tasks.base import ProtocolData
+from klue.protocols import ProtocolData
 from klue.training import checkpoint
 
 SETTINGS = {"learning_rate": 3e-3, "epochs": 3, "batch_size": 16, "warmup_ratio": 0.1, "max_len": 64,
@@ -53,11 +53,12 @@ def test_interrupted_run_resumes_exactly(examples: Callable[[str], list[Any]], t
     assert latest is not None and checkpoint.read_state(latest).step == 4
     resumed = klue.training.run(task, str(model), data, 3, tmp_path / "resumed", dict(SETTINGS))
 
-    assert resumed.hyperparameters["resumed_from_steps"] == [4]
+    assert resumed.training.resumed_from_steps == [4]
     assert resumed.scores == pytest.approx(straight.scores, abs=1e-9)
     assert len(resumed.learning_curve) == len(straight.learning_curve)
-    for a, b in zip(resumed.learning_curve, straight.learning_curve):
-        assert a.keys() == b.keys()
+    for point_a, point_b in zip(resumed.learning_curve, straight.learning_curve):
+        a, b = point_a.values(), point_b.values()
+        assert (point_a.step, point_a.epoch, a.keys()) == (point_b.step, point_b.epoch, b.keys())
         for key in a:
             if key != "examples_per_s":
                 assert a[key] == pytest.approx(b[key], rel=1e-6, abs=1e-7), key
@@ -89,4 +90,4 @@ def test_a_checkpoint_of_another_run_is_refused(examples: Callable[[str], list[A
         klue.training.run(task, str(model), data, 3, tmp_path / "run", {**settings, "learning_rate": 1e-3})
     # resume=false starts over instead
     fresh = klue.training.run(task, str(model), data, 3, tmp_path / "run", {**settings, "resume": False})
-    assert fresh.hyperparameters["resumed_from_steps"] == []
+    assert fresh.training.resumed_from_steps == []

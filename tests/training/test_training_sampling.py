@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from klue.models.heads import IGNORE_INDEX
-from klue.training.collate import collate_features
+from klue.models.collate import collate_features
 from klue.training.engine import eval_points
-from klue.training.features import Feature
+from klue.models.features import Feature
 from klue.training.recipes import Hyperparameters
 from klue.training.sampling import epoch_batches, eval_batches, split_global_batch
 

@@ -13,11 +13,12 @@ import pytest
 import torch
 
 from klue import registry
-from klue.data import protocols
+from klue import protocols
+from klue.io.locate import roots_from
 from klue.errors import DataError
 from klue.models.trade import GATES, PTR
-from klue.tasks.base import ProtocolData
-from klue.tasks.wos import (
+from klue.protocols import ProtocolData
+from klue.tasks.wos.records import (
     WosDialogue,
     WosTurn,
     WosUtterance,
@@ -26,9 +27,8 @@ from klue.tasks.wos import (
     load_ontology,
     split_state_item,
 )
-from klue.training.adapters import get_adapter
-from klue.training.adapters.wos import ValueNormaliser
-from klue.training.features import FeaturizeContext
+from klue.tasks.wos.adapter import ValueNormaliser
+from klue.models.features import FeaturizeContext
 
 MEMORISE = {"learning_rate": 5e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.1, "weight_decay": 0.0,
             "max_len": 512, "evals_per_epoch": 0, "save_checkpoints": False, "progress": False,
@@ -37,7 +37,7 @@ MEMORISE = {"learning_rate": 5e-3, "epochs": 80, "batch_size": 16, "warmup_ratio
 
 @pytest.fixture(scope="module")
 def sample(klue_data_dir: Path, shared_data_dir: Path) -> ProtocolData[WosTurn]:
-    roots = protocols.roots_from(klue_data_dir, shared_data_dir)
+    roots = roots_from(klue_data_dir, shared_data_dir)
     path = shared_data_dir / "klue-partial" / "wos-v1.1" / "wos-v1.1_dev_sample_10.json"
     if not path.is_file() or not (klue_data_dir / "wos-v1.1" / "ontology.json").is_file():
         pytest.skip(f"the WoS dev sample ({path}) or the ontology is absent")
@@ -64,9 +64,9 @@ def model_dir(sample: ProtocolData[WosTurn], ontology: dict[str, tuple[str, ...]
 def prepared(sample: ProtocolData[WosTurn], model_dir: Path, options: dict[str, Any] | None = None) -> Any:
     from klue.models.loading import load_tokenizer
 
-    adapter = get_adapter(registry.get("wos"))
+    adapter = registry.get("wos").make_adapter()
     tokenizer = load_tokenizer(model_dir)
-    adapter.attach_data(sample)
+    adapter.attach_data(sample.roots)
     adapter.prepare(tokenizer, sample.train)
     adapter.head_spec(None, options or {})
     return adapter, tokenizer

@@ -4,10 +4,11 @@
 
     family(task, model, protocol_data, seed, out_dir, mode, overrides) -> Results
 
-that trains on `protocol_data.train`, writes `out_dir/predictions.jsonl` and returns the scored Results
-(contract E). `classic` goes to `klue.baselines.run`, anything else to `klue.training.run`; both are
-imported inside the cell so that the runner starts fast and a missing family fails only its cells.
-Tests and plug-ins pass their own family: `functools.partial(run_cell, family=my_family)`.
+that trains on `protocol_data.train`, writes `out_dir/predictions.jsonl` and returns the Results the
+judge made of that file (`klue.scoring.judge`, the path `klue score` takes). `classic` goes to
+`klue.baselines.run`, anything else to `klue.training.run`; both are imported inside the cell so that the
+runner starts fast and a missing family fails only its cells. Tests and plug-ins pass their own family:
+`functools.partial(run_cell, family=my_family)`.
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ from __future__ import annotations
 import re
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from klue import provenance
-from klue.reporting.schema import Results
-from klue.tasks.base import DataRoots, ProtocolData, Task
+from klue.io.locate import DataRoots
+from klue.protocols import ProtocolData
+from klue.results import PREDICTIONS_FILE, Results
+from klue.tasks.base import Task
 
-RESULTS_FILE = "results.json"
-PREDICTIONS_FILE = "predictions.jsonl"
 LOG_FILE = "log.txt"
 ERROR_FILE = "error.txt"
 CLASSIC = "classic"
@@ -102,7 +102,7 @@ def family_for(model: str) -> ModelFamily:
 
 
 def data_roots(spec: CellSpec) -> DataRoots:
-    from klue.data.protocols import roots_from
+    from klue.io.locate import roots_from
 
     return roots_from(spec.data_dir, spec.extra_data_dir)
 
@@ -118,9 +118,9 @@ def choose_protocol(task: Task[Any, Any], asked: str, roots: DataRoots) -> str:
 
 
 def run_cell(spec: CellSpec, family: ModelFamily | None = None) -> Results:
-    """The default cell: registry task, protocol data, model family; provenance filled in."""
+    """The default cell: registry task, protocol data, model family (whose Results come from the judge)."""
     from klue import registry
-    from klue.data.protocols import resolve
+    from klue.protocols import resolve
 
     task = registry.get(spec.task)
     roots = data_roots(spec)
@@ -128,27 +128,17 @@ def run_cell(spec: CellSpec, family: ModelFamily | None = None) -> Results:
     spec.path.mkdir(parents=True, exist_ok=True)
     results = (family or family_for(spec.model))(task, spec.model, data, spec.seed, spec.path, spec.mode,
                                                  dict(spec.overrides))
-    return complete_results(results, spec, task, data)
+    check_results(results, spec, task, data)
+    return results
 
 
-def complete_results(results: Results, spec: CellSpec, task: Task[Any, Any], data: ProtocolData[Any]) -> Results:
-    """Check a family's Results belong to this cell and fill provenance it left empty."""
-    expected = {"task": task.name, "seed": spec.seed, "metric_mode": spec.mode, "protocol": data.protocol}
+def check_results(results: Results, spec: CellSpec, task: Task[Any, Any], data: ProtocolData[Any]) -> None:
+    """A family's Results must belong to this cell and come with their predictions file."""
+    expected = {"task": task.name, "seed": spec.seed, "metric_mode": spec.mode, "protocol": data.protocol,
+                "predictions_file": PREDICTIONS_FILE}
     wrong = {k: (getattr(results, k), v) for k, v in expected.items() if getattr(results, k) != v}
     if wrong:
         raise ValueError(f"the model family returned results for another cell: {wrong} (got, expected)")
-    filled: dict[str, Any] = {}
-    if not results.data_sources:
-        filled["data_sources"] = [vars(s).copy() for s in data.sources]
-    if not results.library_versions:
-        filled["library_versions"] = provenance.library_versions()
-    if results.git_revision is None:
-        filled["git_revision"] = provenance.git_revision()
-    if not results.created_at:
-        filled["created_at"] = provenance.utc_now()
-    if results.predictions_file is None and (spec.path / PREDICTIONS_FILE).is_file():
-        filled["predictions_file"] = PREDICTIONS_FILE
-    return replace(results, **filled) if filled else results
 
 
 @dataclass(frozen=True)
@@ -167,19 +157,14 @@ def describe_failure(error: BaseException) -> FailureInfo:
 def failed_results(spec: CellSpec, error: str, wall_time_s: float) -> Results:
     """A failed cell's record: what is known of the cell, and its error."""
     from klue import registry
+    from klue.scoring import failure_results
 
     try:
         task_version = registry.get(spec.task).version
     except KeyError:  # an unknown task name is itself the failure being recorded
         task_version = ""
-    protocol = spec.protocol
-    return Results(
-        task=spec.task, task_version=task_version, model=spec.model, model_family=family_name(spec.model),
-        seed=spec.seed, protocol=protocol, protocol_official=False, protocol_description="",
-        metric_mode=spec.mode, status="failed", error=error, wall_time_s=wall_time_s,
-        library_versions=provenance.library_versions(), git_revision=provenance.git_revision(),
-        created_at=provenance.utc_now(),
-    )
+    return failure_results(spec.task, task_version, spec.model, family_name(spec.model), spec.seed, spec.protocol,
+                           spec.mode, error, wall_time_s)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError
-from klue.reporting.schema import write_json_atomic
+from klue.io.atomic import write_json_atomic
 
 MANIFEST_FILE = "benchmark.json"
 MANIFEST_VERSION = "klue.benchmark/1"

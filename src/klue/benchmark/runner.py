@@ -41,12 +41,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from klue import provenance
+from klue.io import provenance
 from klue.benchmark.cells import (
     CLASSIC,
     ERROR_FILE,
     LOG_FILE,
-    RESULTS_FILE,
     CellOutcome,
     CellRunner,
     CellSpec,
@@ -57,7 +56,7 @@ from klue.benchmark.cells import (
 )
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
-from klue.reporting.schema import read_results, write_results
+from klue.results import RESULTS_FILE, read_results, write_results
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from klue.cli._common import stderr
+from klue.cli._common import parse_key_values, stderr
 from klue.errors import DataError
 
 
@@ -19,19 +19,6 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     if not seeds:
         raise DataError("--seeds is empty")
     return seeds
-
-
-def parse_overrides(items: list[str]) -> tuple[tuple[str, Any], ...]:
-    """`key=value` pairs; values are read as YAML scalars (`lr=2e-5`, `epochs=3`, `fp16=true`)."""
-    import yaml
-
-    pairs = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise DataError(f"--override takes key=value, not {item!r}")
-        pairs.append((key.strip(), yaml.safe_load(value)))
-    return tuple(pairs)
 
 
 def check_protocol(protocol: str) -> str:
@@ -90,7 +77,7 @@ def benchmark(
     if mode not in METRIC_MODES:
         raise DataError(f"--mode takes one of {', '.join(METRIC_MODES)}, not {mode!r}")
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
-                         mode, data_dir, extra_data_dir, parse_overrides(override or []))
+                         mode, data_dir, extra_data_dir, tuple(parse_key_values(override or [], '--override').items()))
     summary = run_benchmark(plan, jobs=jobs, console=stderr)
     print_leaderboard(out)
     ran = len(summary.outcomes)

@@ -45,7 +45,7 @@ def validate_command(
     """
     from rich.markup import escape
 
-    from klue.data.validate import validate_paths
+    from klue.validate import validate_paths
     from klue.registry import UnknownTaskError
 
     try:
@@ -70,7 +70,7 @@ def validate_command(
 
 
 def _file_row(task: Any, entry: Any, root: Path, count: bool) -> dict[str, Any]:
-    from klue.data.hashing import git_blob_sha1
+    from klue.io.hashing import git_blob_sha1
     from klue.errors import ProblemLog
 
     path = root / entry.path
@@ -91,11 +91,11 @@ def _file_row(task: Any, entry: Any, root: Path, count: bool) -> dict[str, Any]:
 def summarise(data_dir: str | None, extra_data_dir: str | None, count: bool = True) -> dict[str, Any]:
     """Every task's official files and protocols as found under the roots, with what to do about gaps."""
     from klue import registry
-    from klue.data import protocols
-    from klue.data.locate import data_root, how_to_get
+    from klue import protocols
+    from klue.io.locate import data_root, how_to_get, how_to_get_extra, roots_from
 
     root = data_root(data_dir)
-    roots = protocols.roots_from(data_dir, extra_data_dir)
+    roots = roots_from(data_dir, extra_data_dir)
     tasks = []
     for task in registry.all_tasks():
         files = [_file_row(task, entry, roots.klue, count) for entry in task.files]
@@ -106,9 +106,9 @@ def summarise(data_dir: str | None, extra_data_dir: str | None, count: bool = Tr
                     extra.append({"path": ref.path, "present": ref.exists(roots), "protocol": name})
         todo = []
         if any(not f["present"] for f in files):
-            todo.append(how_to_get(task))
+            todo.append(how_to_get(task.name))
         if any(not e["present"] for e in extra):
-            todo.append(protocols.how_to_get_extra())
+            todo.append(how_to_get_extra())
         tasks.append({"task": task.name, "title": task.title, "files": files, "extra_files": extra,
                       "protocols_available": protocols.available(task, roots), "todo": todo})
     return {"data_dir": str(root.path), "data_dir_source": root.source,

@@ -74,8 +74,8 @@ def download_command(
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
     from rich.table import Table
 
-    from klue.data import download as dl
-    from klue.data.locate import data_root
+    from klue.io import download as dl
+    from klue.io.locate import data_root
 
     if version not in dl.VERSIONS:
         fail(f"--version {version!r} is not one of {', '.join(dl.VERSIONS)}")

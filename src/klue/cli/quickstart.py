@@ -16,14 +16,14 @@ from klue.cli._common import stderr
 def tasks_with_data(roots: Any) -> dict[str, list[str]]:
     """Task name -> the protocols whose files are present under `roots`."""
     from klue import registry
-    from klue.data import protocols
+    from klue import protocols
 
     return {t.name: protocols.available(t, roots) for t in registry.all_tasks()}
 
 
 def ensure_data(data_dir: str | None, extra_data_dir: str | None) -> Any:
     """The data roots, after `klue data download` when no task has any data (raises its DataError)."""
-    from klue.data.protocols import roots_from
+    from klue.io.locate import roots_from
 
     roots = roots_from(data_dir, extra_data_dir)
     found = {name: p for name, p in tasks_with_data(roots).items() if p}
@@ -35,7 +35,7 @@ def ensure_data(data_dir: str | None, extra_data_dir: str | None) -> Any:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     from klue import registry
-    from klue.data import download
+    from klue.io import download
     from klue.errors import DataError
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),

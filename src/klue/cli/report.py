@@ -29,7 +29,7 @@ def report(
     from klue.reporting.aggregate import load_aggregate
     from klue.reporting.html import write_report
     from klue.reporting.leaderboard import build_leaderboard, to_markdown
-    from klue.reporting.schema import write_text_atomic
+    from klue.io.atomic import write_text_atomic
 
     if format not in ("html", "md"):
         raise DataError(f"--format takes html or md, not {format!r}")

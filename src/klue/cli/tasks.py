@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
 
 
 def describe(task: Any) -> dict[str, Any]:
-    from klue.data import protocols
+    from klue import protocols
 
     return {
         "name": task.name,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from klue.cli._common import stderr, stdout
+from klue.cli._common import parse_key_values, stderr, stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -60,10 +60,11 @@ def train_command(
     bf16/fp16 are used automatically where the GPU has them (mixed_precision=auto).
     """
     from klue import registry
-    from klue.data.protocols import resolve, roots_from
+    from klue.io.locate import roots_from
+    from klue.protocols import resolve
+    from klue.results import RESULTS_FILE
     from klue.errors import DataError
     from klue.metrics.report import METRIC_MODES
-    from klue.training.recipes import parse_overrides
     from klue.training.run import run
 
     if mode not in METRIC_MODES:
@@ -72,7 +73,7 @@ def train_command(
         task = registry.get(task_name)
     except registry.UnknownTaskError as error:
         raise DataError(str(error)) from None
-    values = parse_overrides(list(overrides or []))
+    values = parse_key_values(list(overrides or []), "an override")
     data = resolve(task, protocol, roots_from(data_dir, extra_data_dir))
     out = output or _default_output(task.name, model, protocol, seed)
     results = run(task, model, data, seed, out, values, mode, recipe=recipe)
@@ -88,8 +89,8 @@ def train_command(
     stdout.print(table)
     speed = f"{results.train_examples_per_s:,.0f}" if results.train_examples_per_s else "-"
     stderr.print(f"{results.n_train:,} train / {results.n_eval:,} eval examples, {results.train_time_s:.1f} s "
-                 f"training ({speed} examples/s), best step {results.hyperparameters['best_step']}; "
-                 f"results in {out / 'results.json'}", highlight=False)
+                 f"training ({speed} examples/s), best step {results.training.best_step if results.training else '-'}; "
+                 f"results in {out / RESULTS_FILE}", highlight=False)
 
 
 def predict_command(
@@ -99,8 +100,8 @@ def predict_command(
                                         "`klue train`).", show_default=False)],
     input_path: Annotated[Path, typer.Option("--input", help="Examples in the task's official format (or "
                                              "the format named by --input-format).", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", help="Prediction file to write (JSON Lines, SPEC "
-                                         "section 3; `klue score` reads it).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", help="Prediction file to write (JSON Lines, one "
+                                         "object per example; `klue score` reads it).", show_default=False)],
     input_format: Annotated[str | None, typer.Option(
         "--input-format", help="Another reader of the task (e.g. ynat-resplit, kornli).",
         show_default=False)] = None,
@@ -110,7 +111,8 @@ def predict_command(
     """Predict INPUT with a fine-tuned MODEL and write one prediction per example to OUTPUT."""
     from klue import registry
     from klue.errors import DataError, ProblemLog
-    from klue.training.run import predict, write_predictions
+    from klue.predictions import write_predictions
+    from klue.training.run import predict
 
     try:
         task = registry.get(task_name)
@@ -119,10 +121,10 @@ def predict_command(
     if input_format is not None and input_format not in task.other_readers:
         known = ", ".join(task.other_readers) or "none"
         raise DataError(f"--input-format {input_format!r}: {task.name} readers are {known}")
-    reader = task.other_readers[input_format] if input_format else task.read
+    reader = task.reader(input_format)
     log = ProblemLog(str(input_path))
     records = reader(input_path, log)
     log.raise_if_errors()
     predictions = predict(task, model, records, eval_batch_size=batch_size, cpu=cpu)
-    write_predictions(output, task, predictions)
+    write_predictions(output, task, records, predictions, f"model {model}")
     stderr.print(f"{len(predictions):,} predictions written to {output}", highlight=False)

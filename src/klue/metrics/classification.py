@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricMode
+from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricMode, MetricReport, MetricSpec
 
 Label = Hashable
+
+ACCURACY = MetricSpec("accuracy", "accuracy")
+MACRO_F1 = MetricSpec("macro_f1", "macro F1")
 
 
 def check_mode(mode: str) -> MetricMode:
@@ -207,3 +210,24 @@ def confusion_matrix(gold: Sequence[Label], pred: Sequence[Label], labels: Seque
     gold_codes, pred_codes, all_labels = encode(gold, pred, labels)
     matrix = confusion_counts(gold_codes, pred_codes, len(all_labels))
     return ConfusionMatrix(tuple(str(x) for x in all_labels), tuple(tuple(int(v) for v in row) for row in matrix))
+
+
+def single_label_report(task: str, gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
+                        order: Sequence[MetricSpec], mode: MetricMode = "official") -> MetricReport:
+    """The report of a single-label classification task (YNAT, NLI): `accuracy` and `macro_f1`, in the
+    task's `order` (its key metric first); breakdown `f1_per_class` over the present labels, the task's
+    own first; confusion over `labels` (+ any other label seen). Same in both modes: no quirks."""
+    check_mode(mode)
+    check_aligned(gold, pred, "labels")
+    counts = LabelCounts.of(gold, pred)
+    values = {ACCURACY.name: counts.accuracy, MACRO_F1.name: counts.macro_f1}
+    present = set(counts.labels)
+    ordered = [x for x in labels if x in present] + [x for x in counts.labels if x not in set(labels)]
+    return MetricReport(
+        task=task,
+        mode=mode,
+        scores={spec.name: values[spec.name]() for spec in order},
+        breakdown={"f1_per_class": {str(k): v for k, v in counts.f1_per_label(ordered).items()}},
+        confusion=confusion_matrix(gold, pred, labels),
+        n_examples=len(gold),
+    )

@@ -21,10 +21,17 @@ from klue.metrics.classification import (
     encode,
     f1_ratio,
 )
-from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 
 TASK_NAME = "dp"
-# Official DEPREL order (SPEC section 1): indices 0-14 are kept apart, 15-37 collapse into "others".
+UAS_MACRO_F1 = MetricSpec("uas_macro_f1", "UAS macro F1")
+LAS_MACRO_F1 = MetricSpec("las_macro_f1", "LAS macro F1")
+UAS_MICRO_F1 = MetricSpec("uas_micro_f1", "UAS micro F1")
+LAS_MICRO_F1 = MetricSpec("las_micro_f1", "LAS micro F1")
+UAS = MetricSpec("uas", "UAS")  # standard attachment accuracy, reported beside the official ones
+LAS = MetricSpec("las", "LAS")
+SPECS = (UAS_MACRO_F1, LAS_MACRO_F1, UAS_MICRO_F1, LAS_MICRO_F1, UAS, LAS)
+# Official DEPREL order (docs/tasks.md, DP): indices 0-14 are kept apart, 15-37 collapse into "others".
 DEPRELS: tuple[str, ...] = (
     "NP", "NP_AJT", "VP", "NP_SBJ", "VP_MOD", "NP_OBJ", "AP", "NP_CNJ", "NP_MOD", "VNP", "DP", "VP_AJT",
     "VNP_MOD", "NP_CMP", "VP_SBJ", "VP_CMP", "VP_OBJ", "VNP_CMP", "AP_MOD", "X_AJT", "VP_CNJ", "VNP_AJT", "IP",

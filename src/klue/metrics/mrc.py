@@ -20,9 +20,14 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from klue.metrics.classification import check_aligned, check_mode
-from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 
 TASK_NAME = "mrc"
+EXACT_MATCH = MetricSpec("exact_match", "EM")
+ROUGE_W = MetricSpec("rouge_w", "ROUGE-W")  # a misnomer: an LCS-substring F1 (see `rouge_w`)
+ROUGE_L = MetricSpec("rouge_l", "ROUGE-L")  # corrected mode only
+SUBSTRING_F1 = MetricSpec("substring_f1", "substring F1")  # corrected mode only
+SPECS = (EXACT_MATCH, ROUGE_W, ROUGE_L, SUBSTRING_F1)
 QUESTION_TYPES = {1: "paraphrase", 2: "multi-sentence reasoning", 3: "unanswerable"}
 
 # The official pattern: one quote/bracket character FOLLOWED BY the literal four characters `()‘’` (the

@@ -20,9 +20,12 @@ from itertools import chain
 import numpy as np
 
 from klue.metrics.classification import LabelCounts, check_aligned, check_mode, confusion_counts, f1_ratio
-from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 
 TASK_NAME = "ner"
+ENTITY_MACRO_F1 = MetricSpec("entity_macro_f1", "entity macro F1")
+CHARACTER_MACRO_F1 = MetricSpec("character_macro_f1", "character macro F1")
+SPECS = (ENTITY_MACRO_F1, CHARACTER_MACRO_F1)
 ENTITY_TYPES: tuple[str, ...] = ("PS", "LC", "OG", "DT", "TI", "QT")
 # The official label order (label_list of the KLUE baseline): B-/I- per type, then O.
 TAGS: tuple[str, ...] = tuple(f"{p}-{t}" for t in ENTITY_TYPES for p in "BI") + ("O",)

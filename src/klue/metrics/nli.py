@@ -1,13 +1,14 @@
-"""KLUE-NLI (entailment / contradiction / neutral): accuracy."""
+"""KLUE-NLI (entailment / contradiction / neutral): accuracy, the key metric, and macro F1 as an extra."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from klue.metrics.classification import LabelCounts, check_aligned, check_mode, confusion_matrix
+from klue.metrics.classification import ACCURACY, MACRO_F1, LabelCounts, single_label_report
 from klue.metrics.report import MetricMode, MetricReport
 
 TASK_NAME = "nli"
+SPECS = (ACCURACY, MACRO_F1)  # the order of the report's scores
 
 
 def accuracy(gold: Sequence[str], pred: Sequence[str]) -> float:
@@ -25,16 +26,4 @@ def accuracy(gold: Sequence[str], pred: Sequence[str]) -> float:
 def compute(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
             mode: MetricMode = "official") -> MetricReport:
     """Scores `accuracy` (+ `macro_f1` as an extra); breakdown `f1_per_class`; confusion over `labels`."""
-    check_mode(mode)
-    check_aligned(gold, pred, "labels")
-    counts = LabelCounts.of(gold, pred)
-    present = set(counts.labels)
-    ordered = [x for x in labels if x in present] + [x for x in counts.labels if x not in set(labels)]
-    return MetricReport(
-        task=TASK_NAME,
-        mode=mode,
-        scores={"accuracy": counts.accuracy(), "macro_f1": counts.macro_f1()},
-        breakdown={"f1_per_class": {str(k): v for k, v in counts.f1_per_label(ordered).items()}},
-        confusion=confusion_matrix(gold, pred, labels),
-        n_examples=len(gold),
-    )
+    return single_label_report(TASK_NAME, gold, pred, labels, SPECS, mode)

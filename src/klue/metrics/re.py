@@ -8,9 +8,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from klue.metrics.classification import LabelCounts, check_aligned, check_mode
-from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 
 TASK_NAME = "re"
+MICRO_F1 = MetricSpec("micro_f1", "micro F1")
+AUPRC = MetricSpec("auprc", "AUPRC")
+SPECS = (MICRO_F1, AUPRC)
 NO_RELATION = "no_relation"
 
 

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from klue.metrics.classification import check_aligned, check_mode, f1_ratio
-from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 
 TASK_NAME = "sts"
+PEARSONR = MetricSpec("pearsonr", "Pearson r")
+F1 = MetricSpec("f1", "F1")  # binary F1 after thresholding at THRESHOLD
+SPECS = (PEARSONR, F1)
 THRESHOLD = 3.0  # official: a pair is "similar" (binary label 1) when its score is >= 3.0
 
 

@@ -10,9 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from klue.metrics.classification import check_aligned, check_mode, f1_ratio
-from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 
 TASK_NAME = "wos"
+JOINT_GOAL_ACC = MetricSpec("joint_goal_acc", "JGA")
+SLOT_MICRO_F1 = MetricSpec("slot_micro_f1", "slot micro F1")  # a misnomer: a mean of per-turn F1
+TURN_SLOT_F1 = MetricSpec("turn_slot_f1", "turn slot F1")  # corrected mode only: the official value
+SPECS = (JOINT_GOAL_ACC, SLOT_MICRO_F1, TURN_SLOT_F1)
 
 
 def domain_of(item: str) -> str:

@@ -1,13 +1,14 @@
-"""KLUE-YNAT (topic classification of news headlines): macro F1 over the 7 topics."""
+"""KLUE-YNAT (topic classification of news headlines): macro F1 over the 7 topics, and accuracy."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from klue.metrics.classification import LabelCounts, check_aligned, check_mode, confusion_matrix
+from klue.metrics.classification import ACCURACY, MACRO_F1, LabelCounts, single_label_report
 from klue.metrics.report import MetricMode, MetricReport
 
 TASK_NAME = "ynat"
+SPECS = (MACRO_F1, ACCURACY)  # the order of the report's scores
 
 
 def macro_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
@@ -26,16 +27,4 @@ def macro_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
 def compute(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
             mode: MetricMode = "official") -> MetricReport:
     """Scores `macro_f1` and `accuracy`; breakdown `f1_per_class`; confusion over `labels` (+ extras)."""
-    check_mode(mode)
-    check_aligned(gold, pred, "labels")
-    counts = LabelCounts.of(gold, pred)
-    present = set(counts.labels)
-    ordered = [x for x in labels if x in present] + [x for x in counts.labels if x not in set(labels)]
-    return MetricReport(
-        task=TASK_NAME,
-        mode=mode,
-        scores={"macro_f1": counts.macro_f1(), "accuracy": counts.accuracy()},
-        breakdown={"f1_per_class": {str(k): v for k, v in counts.f1_per_label(ordered).items()}},
-        confusion=confusion_matrix(gold, pred, labels),
-        n_examples=len(gold),
-    )
+    return single_label_report(TASK_NAME, gold, pred, labels, SPECS, mode)

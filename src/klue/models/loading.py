@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,36 @@ CARD_FORMAT = "klue.finetuned/1"
 WEIGHTS_FILE = "model.safetensors"
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                  "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """`klue_model.json` of a fine-tuned model directory: what `klue predict` needs to rebuild and run it."""
+
+    task: str
+    task_version: str
+    base_model: str  # the --model it was fine-tuned from
+    head: HeadSpec
+    max_len: int
+    window_overlap: int
+    seed: int
+    recipe: str
+    protocol: str
+    step: int | None = None  # the optimizer step of these weights
+    selection_metric: str | None = None
+    selection_score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": CARD_FORMAT, **asdict(self), "head": self.head.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> ModelCard:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in obj.items() if k in known}
+        return cls(**{**values, "head": HeadSpec.from_json(obj["head"])})
+
+    def at_step(self, step: int, metric: str, score: float) -> ModelCard:
+        return replace(self, step=step, selection_metric=metric, selection_score=score)
 
 
 @dataclass
@@ -72,7 +102,7 @@ def load_tokenizer(name_or_path: str | Path) -> Any:
     return tokenizer
 
 
-def read_card(path: Path) -> dict[str, Any] | None:
+def read_card(path: Path) -> ModelCard | None:
     card = path / MODEL_CARD
     if not card.is_file():
         return None
@@ -82,7 +112,10 @@ def read_card(path: Path) -> dict[str, Any] | None:
         raise DataError(f"cannot read the model card: {error}", card) from None
     if not isinstance(obj, dict) or obj.get("format") != CARD_FORMAT:
         raise DataError(f"not a klue model card (format {CARD_FORMAT!r} expected)", card)
-    return obj
+    try:
+        return ModelCard.from_json(obj)
+    except (KeyError, TypeError) as error:
+        raise DataError(f"the model card lacks a field or has a wrong one: {error}", card) from None
 
 
 def load_encoder(name_or_path: str | Path) -> LoadedEncoder:
@@ -129,7 +162,7 @@ def _load_weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(weights))
 
 
-def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: dict[str, Any]) -> None:
+def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: ModelCard) -> None:
     """A directory `klue predict` (and `load_finetuned`) reads back: weights, config, tokenizer, card.
 
     Written into a temporary sibling and renamed, so a crash never leaves half a model behind."""
@@ -146,8 +179,7 @@ def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: dict[str,
         save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
         model.config.save_pretrained(str(tmp))  # type: ignore[attr-defined]
         tokenizer.save_pretrained(str(tmp))
-        (tmp / MODEL_CARD).write_text(json.dumps({"format": CARD_FORMAT, **card}, ensure_ascii=False, indent=2),
-                                      encoding="utf-8")
+        (tmp / MODEL_CARD).write_text(json.dumps(card.to_json(), ensure_ascii=False, indent=2), encoding="utf-8")
         old = path.with_name(f".{path.name}.old")
         if path.exists():
             shutil.rmtree(old, ignore_errors=True)
@@ -163,12 +195,12 @@ def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: dict[str,
 class FinetunedModel:
     encoder: nn.Module
     tokenizer: Any
-    card: dict[str, Any]
+    card: ModelCard
     path: Path
 
     @property
     def head(self) -> HeadSpec:
-        return HeadSpec.from_json(self.card["head"])
+        return self.card.head
 
     def load_weights_into(self, model: nn.Module) -> None:
         model.load_state_dict(_load_weights(self.path), strict=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from klue.errors import DataError, ProblemLog
+from klue.io.text import jsonl_objects
 
 _SENTENCE_END = re.compile(r"(?<=[.?!。])\s+")
 
@@ -31,21 +32,11 @@ def read_corpus(paths: Sequence[Path | str], text_field: str = "text") -> list[s
             raise DataError("corpus file not found", path)
         log = ProblemLog(str(path))
         with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                line = line.rstrip("\n")
-                if not line.strip():
-                    continue
-                if path.suffix == ".jsonl":
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as error:
-                        log.error(f"line {number}", f"not JSON: {error.msg}")
-                        continue
-                    if not isinstance(obj, dict) or not isinstance(obj.get(text_field), str):
-                        log.error(f"line {number}", f"expected an object with a string field {text_field!r}")
-                        continue
-                    line = obj[text_field]
-                texts.append(line.strip())
+            lines = [line.rstrip("\n") for line in handle]
+        if path.suffix == ".jsonl":
+            texts += [obj[text_field].strip() for _, obj in jsonl_objects(lines, log, text_field)]
+        else:
+            texts += [line.strip() for line in lines if line.strip()]
         log.raise_if_errors()
     if not texts:
         raise DataError(f"no text in the corpus files: {', '.join(str(p) for p in paths)}")

@@ -270,7 +270,7 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
     from transformers import AutoModelForMaskedLM, get_linear_schedule_with_warmup
 
     from klue.models.loading import load_tokenizer
-    from klue.reporting.schema import write_json_atomic
+    from klue.io.atomic import write_json_atomic
     from klue.training.engine import optimizer_groups
 
     out = Path(settings.out)

@@ -32,7 +32,7 @@ class MorphemeSplitter:
     @property
     def kiwi(self) -> Any:
         if self._kiwi is None:
-            from klue.kiwi import analyser
+            from klue.text.kiwi import analyser
 
             self._kiwi = analyser(self.num_workers)
         return self._kiwi

@@ -572,28 +572,15 @@ class FileReport:
 def _read_documents(path: str, text_field: str) -> tuple[str, list[object]]:
     """("jsonl", objects) or ("text", lines): a .jsonl file holds one JSON object per line with the text
     under `text_field`; any other file holds one document per line."""
-    import json
-
     from klue.errors import DataError, ProblemLog
+    from klue.io.text import jsonl_objects
 
     with open(path, encoding="utf-8") as handle:
         lines = handle.read().splitlines()
     if not path.endswith(".jsonl"):
         return "text", list(lines)
     log = ProblemLog(path)
-    objects: list[object] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            log.error(f"line {number}", f"not JSON: {error.msg}")
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get(text_field), str):
-            log.error(f"line {number}", f"expected an object with a string field {text_field!r}")
-            continue
-        objects.append(obj)
+    objects: list[object] = [obj for _, obj in jsonl_objects(lines, log, text_field)]
     if log.errors:
         raise DataError(log.problems)
     return "jsonl", objects
@@ -608,7 +595,7 @@ def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDete
     from pathlib import Path
 
     from klue.errors import DataError
-    from klue.reporting.schema import write_json_atomic, write_text_atomic
+    from klue.io.atomic import write_json_atomic, write_text_atomic
 
     out = Path(output_dir)
     names = [Path(p).name for p in inputs]

@@ -5,7 +5,7 @@ Definitions (docs/results-schema.md repeats them for readers of the report):
 - A **row** is one (task, model, protocol, metric mode): the runs that differ only by seed.
 - Per metric, a row reports the **mean over seeds** and the **sample standard deviation** (ddof=1);
   with one seed there is no standard deviation.
-- A **task score** is, for each seed, the mean of the task's `main_metrics` (SPEC section 1: e.g. NER =
+- A **task score** is, for each seed, the mean of the task's `main_metrics` (docs/tasks.md: e.g. NER =
   mean of entity_macro_f1 and character_macro_f1), then the mean (and std) of those over seeds.
 - The **KLUE score** of a model is the unweighted mean of its task scores over every registered task.
   A model without an ok row for some task gets no KLUE score; the report shows a **partial** score
@@ -25,13 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from klue.benchmark.manifest import MANIFEST_FILE
 from klue.errors import DataError
-from klue.reporting.reference import REFERENCES, ReferenceRow
-from klue.reporting.schema import Results, read_results
-from klue.tasks.base import Task
-
-RESULTS_FILE = "results.json"
-MANIFEST_FILE = "benchmark.json"
+from klue.results import RESULTS_FILE, Results, read_results
+from klue.tasks.base import REFERENCE_SOURCES, Task
 
 
 @dataclass(frozen=True)
@@ -45,11 +42,18 @@ class TaskInfo:
     main_metrics: tuple[str, ...]
     labels: tuple[str, ...]
     official_blobs: Mapping[str, str]  # git blob id -> official path (to recognise official files)
+    label: str = ""  # how tables write the task ("NER", "WoS"); default: the name in capitals
+    reference_scores: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> metric -> score
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name.upper())
 
     @classmethod
     def from_task(cls, task: Task[Any, Any]) -> TaskInfo:
         return cls(task.name, task.title, task.order, tuple(task.metrics), tuple(task.main_metrics),
-                   tuple(task.labels), {f.git_blob: f.path for f in task.files})
+                   tuple(task.labels), {f.git_blob: f.path for f in task.files}, task.label,
+                   task.reference_scores)
 
 
 def task_catalog() -> dict[str, TaskInfo]:
@@ -57,6 +61,26 @@ def task_catalog() -> dict[str, TaskInfo]:
     from klue import registry
 
     return {t.name: TaskInfo.from_task(t) for t in registry.all_tasks()}
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """Published numbers shown beside measured rows, always marked as reference: measured by their authors
+    on the official dev sets with the official train sets, so they compare only with `official` rows."""
+
+    model: str
+    source: str
+    scores: dict[str, dict[str, float]]  # task name -> metric name -> score (0-100)
+
+
+def references_of(tasks: Mapping[str, TaskInfo]) -> tuple[ReferenceRow, ...]:
+    """One reference row per model that the tasks' declarations give published scores for."""
+    by_model: dict[str, dict[str, dict[str, float]]] = {}
+    for info in tasks.values():
+        for model, scores in info.reference_scores.items():
+            by_model.setdefault(model, {})[info.name] = dict(scores)
+    return tuple(ReferenceRow(model, REFERENCE_SOURCES.get(model, "published"), scores)
+                 for model, scores in by_model.items())
 
 
 @dataclass(frozen=True)
@@ -137,12 +161,12 @@ class Row:
             return None
         labels: list[str] = []
         for m in matrices:
-            labels += [x for x in m["labels"] if x not in labels]
+            labels += [x for x in m.labels if x not in labels]
         index = {x: i for i, x in enumerate(labels)}
         counts = [[0] * len(labels) for _ in labels]
         for m in matrices:
-            for gold, row in zip(m["labels"], m["counts"]):
-                for pred, count in zip(m["labels"], row):
+            for gold, row in zip(m.labels, m.counts):
+                for pred, count in zip(m.labels, row):
                     counts[index[gold]][index[pred]] += count
         return {"labels": labels, "counts": counts, "n_runs": len(matrices)}
 
@@ -252,7 +276,7 @@ def _choose_row(rows: list[Row]) -> Row:
 
 def aggregate(results: Sequence[tuple[Path, Results]], tasks: Mapping[str, TaskInfo], root: Path = Path("."),
               manifest: dict[str, Any] | None = None,
-              references: tuple[ReferenceRow, ...] = REFERENCES) -> Aggregate:
+              references: tuple[ReferenceRow, ...] | None = None) -> Aggregate:
     unknown = sorted({r.task for _, r in results} - set(tasks))
     if unknown:
         raise DataError(f"results for tasks this klue does not know: {unknown}; known: {list(tasks)}", root)
@@ -277,6 +301,7 @@ def aggregate(results: Sequence[tuple[Path, Results]], tasks: Mapping[str, TaskI
                 row.failures.append((path, r))
                 break
     entries = _entries(rows, failures, tasks)
+    references = references_of(tasks) if references is None else references
     return Aggregate(root, dict(tasks), rows, failures, entries, references, manifest)
 
 

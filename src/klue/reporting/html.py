@@ -9,12 +9,13 @@ library versions, git revision). Nothing is fetched from a network.
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from klue import provenance
+from klue.io import provenance
 from klue.reporting import svg
 from klue.reporting.aggregate import Aggregate, Row, Stat, TaskInfo
 from klue.reporting.leaderboard import (
@@ -25,9 +26,8 @@ from klue.reporting.leaderboard import (
     metric_short,
     task_label,
 )
-from klue.reporting.schema import Results
+from klue.results import Results
 
-_CURVE_AXES = frozenset({"step", "epoch"})
 _CURVE_SKIP = frozenset({"learning_rate", "lr", "grad_norm", "examples_per_s"})  # not scores
 
 
@@ -307,12 +307,12 @@ class _Page:
         keys: list[str] = []
         for _, r in row.runs:
             for point in r.learning_curve:
-                keys += [k for k in point if k not in keys and k not in _CURVE_AXES and k not in _CURVE_SKIP]
-        x_key = "step" if any("step" in p for _, r in row.runs for p in r.learning_curve) else "epoch"
+                keys += [k for k in point.values() if k not in keys and k not in _CURVE_SKIP]
+        x_key = "step"
         for key in keys:
             series = []
             for i, (_, r) in enumerate(row.runs):
-                pts = tuple((float(p[x_key]), float(p[key])) for p in r.learning_curve if key in p and x_key in p)
+                pts = tuple((float(p.step), float(p.values()[key])) for p in r.learning_curve if key in p.values())
                 if pts:
                     series.append(svg.Series(f"seed {r.seed}", pts, i))
             if series:
@@ -362,6 +362,7 @@ class _Page:
             ("metric mode", [_e(r.metric_mode) for r in runs]),
             ("recipe", [_e(r.recipe or "—") for r in runs]),
             ("hyper-parameters", [_kv(r.hyperparameters) for r in runs]),
+            ("training", [_kv(asdict(r.training) if r.training else {}) for r in runs]),
             ("data", [self.sources(info, r) for r in runs]),
             ("examples train / eval", [f"{r.n_train} / {r.n_eval}" for r in runs]),
             ("time", [_time(r) for r in runs]),
@@ -378,12 +379,12 @@ class _Page:
     def sources(self, info: TaskInfo, r: Results) -> str:
         items = []
         for s in r.data_sources:
-            blob = str(s.get("git_blob", ""))
+            blob = s.git_blob
             official = info.official_blobs.get(blob)
             tag = (f'<span class="badge official" title="{_e(official)}">official v1.1</span>' if official
                    else '<span class="badge plain">not an official file</span>')
-            items.append(f'<div class="src"><code>{_e(s.get("path"))}</code> {tag}<br><span class="dim">'
-                         f'{_e(s.get("used_as"))} · {_e(s.get("n_examples"))} examples · blob '
+            items.append(f'<div class="src"><code>{_e(s.path)}</code> {tag}<br><span class="dim">'
+                         f'{_e(s.used_as)} · {_e(s.n_examples)} examples · blob '
                          f'<code title="{_e(blob)}">{_e(blob[:12])}</code></span></div>')
         return "".join(items) or '<span class="dim">—</span>'
 
@@ -456,7 +457,7 @@ def render_report(agg: Aggregate) -> str:
 
 
 def write_report(agg: Aggregate, path: Path) -> None:
-    from klue.reporting.schema import write_text_atomic
+    from klue.io.atomic import write_text_atomic
 
     write_text_atomic(path, render_report(agg))
 

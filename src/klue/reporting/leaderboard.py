@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -12,17 +13,28 @@ CellKind = Literal["value", "partial", "failed", "missing", "reference", "text"]
 NOT_OFFICIAL_MARK = "†"
 
 
+# Words of metric names as people write them, for names no task declares (learning-curve keys, extras).
+_WORDS = {"f1": "F1", "uas": "UAS", "las": "LAS", "auprc": "AUPRC", "pearsonr": "Pearson r", "rouge": "ROUGE",
+          "w": "W", "acc": "acc.", "em": "EM"}
+
+
+@functools.cache
+def _declared_labels() -> dict[str, str]:
+    """Metric name -> the label its spec declares, over every registered task."""
+    from klue import registry
+
+    return {spec.name: spec.label for task in registry.all_tasks() for spec in task.metric_specs.values()}
+
+
 def metric_label(name: str) -> str:
-    """`entity_macro_f1` -> `entity macro F1`: metric names as people write them."""
-    words = {"f1": "F1", "uas": "UAS", "las": "LAS", "auprc": "AUPRC", "pearsonr": "Pearson r",
-             "rouge": "ROUGE", "w": "W", "acc": "acc.", "em": "EM"}
-    if name == "rouge_w":
-        return "ROUGE-W"
-    if name == "exact_match":
-        return "EM"
-    if name == "joint_goal_acc":
-        return "JGA"
-    return " ".join(words.get(part, part) for part in name.split("_"))
+    """`entity_macro_f1` -> `entity macro F1`: the label the metric's spec declares; other names (e.g. the
+    learning curve's `selection_<metric>`) word by word."""
+    declared = _declared_labels()
+    if name in declared:
+        return declared[name]
+    if name.startswith("selection_") and name.removeprefix("selection_") in declared:
+        return f"selection {declared[name.removeprefix('selection_')]}"
+    return " ".join(_WORDS.get(part, part) for part in name.split("_"))
 
 
 def metric_short(name: str) -> str:
@@ -31,7 +43,7 @@ def metric_short(name: str) -> str:
 
 
 def task_label(info: TaskInfo) -> str:
-    return "WoS" if info.name == "wos" else info.name.upper()
+    return info.label
 
 
 @dataclass

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError
+from klue.io.atomic import write_text_atomic
+from klue.results import CurvePoint
 
 CHECKPOINTS = "checkpoints"
 LATEST = "LATEST"
@@ -31,7 +32,7 @@ class TrainState:
     step: int = 0  # optimizer steps done
     best_score: float | None = None
     best_step: int | None = None
-    learning_curve: list[dict[str, float]] = field(default_factory=list)
+    learning_curve: list[CurvePoint] = field(default_factory=list)
     train_time_s: float = 0.0  # time in training steps (evaluation excluded), over all sessions
     examples_seen: int = 0
     fingerprint: str = ""  # what the run is (model, data, hyper-parameters, seed): resume only the same run
@@ -57,6 +58,7 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
 
 def read_state(path: Path) -> TrainState:
     obj = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+    obj["learning_curve"] = [CurvePoint.from_json(p) for p in obj.get("learning_curve", [])]
     return TrainState(**obj)
 
 
@@ -74,12 +76,8 @@ def save(accelerator: Any, out_dir: Path, state: TrainState) -> Path:
     accelerator.save_state(str(path))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        tmp = path / f".{STATE_FILE}.tmp"
-        tmp.write_text(json.dumps(asdict(state), indent=1), encoding="utf-8")
-        os.replace(tmp, path / STATE_FILE)
-        pointer_tmp = out_dir / CHECKPOINTS / f".{LATEST}.tmp"
-        pointer_tmp.write_text(path.name, encoding="utf-8")
-        os.replace(pointer_tmp, out_dir / CHECKPOINTS / LATEST)
+        write_text_atomic(path / STATE_FILE, json.dumps(asdict(state), indent=1))
+        write_text_atomic(out_dir / CHECKPOINTS / LATEST, path.name)
         for old in (out_dir / CHECKPOINTS).glob("step-*"):
             if old.is_dir() and old.name != path.name:
                 shutil.rmtree(old, ignore_errors=True)

@@ -6,7 +6,8 @@
   items in the whole global batch (known on every process without communication, see sampling.py), so
   1 process, N processes and accumulation optimise the same objective.
 - Evaluation `evals_per_epoch` times per epoch (or every `eval_steps`) and at the end; the best model by
-  the selection metric goes to `<out>/best`; resumable checkpoints at each evaluation.
+  the selection metric (higher or lower is better, as its spec says) goes to `<out>/best`; resumable
+  checkpoints at each evaluation.
 - The loss is read back from the device only every `logging_steps` steps (no per-step host sync).
 """
 
@@ -23,10 +24,12 @@ from typing import Any
 import torch
 
 from klue.errors import DataError
-from klue.models.loading import save_finetuned
+from klue.metrics.report import MetricSpec
+from klue.models.adapter import Adapter
+from klue.models.features import Feature, FeaturizeContext
+from klue.models.loading import ModelCard, save_finetuned
+from klue.results import CurvePoint
 from klue.training import checkpoint
-from klue.training.adapters import Adapter
-from klue.training.features import Feature, FeaturizeContext
 from klue.training.recipes import Hyperparameters
 from klue.training.sampling import epoch_batches, eval_batches, split_global_batch
 
@@ -40,6 +43,13 @@ class FitResult:
     total_steps: int
     steps_per_epoch: int
     selection_metric: str
+
+
+def improves(score: float, best: float | None, spec: MetricSpec) -> bool:
+    """Whether `score` beats the best so far (the first score always does), in the metric's direction."""
+    if best is None:
+        return True
+    return score > best if spec.higher_is_better else score < best
 
 
 def mixed_precision_for(requested: str, cpu: bool) -> str:
@@ -176,8 +186,8 @@ class Engine:
 
     # Training ----------------------------------------------------------------------------------------
     def fit(self, train: Sequence[Feature], selection_records: Sequence[Any], selection: Sequence[Feature],
-            seed: int, out_dir: Path, mode: str, card: dict[str, Any], run_fingerprint: str,
-            selection_metric: str, on_step: StepHook | None = None) -> FitResult:
+            seed: int, out_dir: Path, mode: str, card: ModelCard, run_fingerprint: str,
+            selection_metric: MetricSpec, on_step: StepHook | None = None) -> FitResult:
         from transformers import get_linear_schedule_with_warmup
 
         acc, hp = self.accelerator, self.hp
@@ -248,9 +258,8 @@ class Engine:
                 if state.step % hp.logging_steps == 0 or state.step == total_steps:
                     loss_value = float(acc.reduce(running_loss, reduction="sum").item()) / max(running_items, 1)
                     speed = window_examples / max(time.perf_counter() - window_start, 1e-9)
-                    state.learning_curve.append({"step": float(state.step), "epoch": state.step / steps_per_epoch,
-                                                 "loss": loss_value, "learning_rate": scheduler.get_last_lr()[0],
-                                                 "examples_per_s": speed})
+                    state.learning_curve.append(CurvePoint(state.step, state.step / steps_per_epoch, loss_value,
+                                                           scheduler.get_last_lr()[0], speed))
                     progress.update(state.step, loss_value, speed)
                     running_loss.zero_()
                     running_items = 0
@@ -272,24 +281,24 @@ class Engine:
                     on_step(state.step)
         finally:
             progress.close()
-        return FitResult(state, total_steps, steps_per_epoch, selection_metric)
+        return FitResult(state, total_steps, steps_per_epoch, selection_metric.name)
 
     def _evaluate_and_keep(self, state: checkpoint.TrainState, records: Sequence[Any],
-                           features: Sequence[Feature], mode: str, metric: str, steps_per_epoch: int,
-                           out_dir: Path, card: dict[str, Any]) -> None:
+                           features: Sequence[Feature], mode: str, metric: MetricSpec, steps_per_epoch: int,
+                           out_dir: Path, card: ModelCard) -> None:
         predictions = self.predict(records, features)
-        report = self.adapter.task.evaluate(records, predictions, mode)  # type: ignore[arg-type]
-        if metric not in report.scores:
-            raise DataError(f"selection metric {metric!r} is not among the task's scores "
+        # In-memory scoring of the selection set, to choose a checkpoint; reported scores come from the judge.
+        report = self.adapter.task.evaluate(records, predictions, mode)
+        if metric.name not in report.scores:
+            raise DataError(f"selection metric {metric.name!r} is not among the task's scores "
                             f"({', '.join(report.scores)})")
-        score = float(report.scores[metric])
-        entry = {"step": float(state.step), "epoch": state.step / steps_per_epoch}
-        entry.update({f"selection_{k}": float(v) for k, v in report.scores.items()})
-        state.learning_curve.append(entry)
-        if state.best_score is None or score > state.best_score:
+        score = float(report.scores[metric.name])
+        state.learning_curve.append(CurvePoint(state.step, state.step / steps_per_epoch,
+                                               selection={k: float(v) for k, v in report.scores.items()}))
+        if improves(score, state.best_score, metric):
             state.best_score, state.best_step = score, state.step
             acc = self.accelerator
             if acc.is_main_process:
                 save_finetuned(out_dir / BEST_DIR, acc.unwrap_model(self.model), self.ctx.tokenizer,
-                               {**card, "step": state.step, "selection_metric": metric, "selection_score": score})
+                               card.at_step(state.step, metric.name, score))
             acc.wait_for_everyone()

@@ -1,8 +1,10 @@
 """Recipes: named sets of hyper-parameters by task and model size, plus `key=value` overrides.
 
-`recipes/<name>.yaml` holds `defaults` and, per task name, a `base` and a `large` block (`large` applies
-on top of `base`). Resolution order: dataclass defaults < recipe defaults < task base < task large (for
-large models) < overrides. Unknown keys are errors, with the closest known key suggested.
+A recipe holds `defaults` and, per task name, a `base` and a `large` block (`large` applies on top of
+`base`). The packaged `paper` recipe is `recipes/paper.yaml` (its defaults) plus the `recipe` every task
+declares in its task.yaml; a recipe YAML file of a user's holds its own `tasks` blocks. Resolution order:
+dataclass defaults < recipe defaults < task base < task large (for large models) < overrides. Unknown
+keys are errors, with the closest known key suggested.
 """
 
 from __future__ import annotations
@@ -98,15 +100,7 @@ def _coerce(key: str, value: Any, where: str) -> Any:
         raise DataError(f"{where}: {key}={value!r} is not a valid {kind}") from None
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """`["learning_rate=1e-3", "epochs=2"]` -> dict; values are read as YAML scalars."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise DataError(f"override {pair!r} is not key=value")
-        out[key.strip()] = yaml.safe_load(value) if value.strip() else None
-    return out
+PAPER = "paper"  # the packaged recipe whose task blocks are the tasks' declared recipes
 
 
 def load_recipe(name_or_path: str) -> dict[str, Any]:
@@ -126,6 +120,11 @@ def load_recipe(name_or_path: str) -> dict[str, Any]:
         recipe = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DataError(f"recipe {name_or_path}: invalid YAML: {error}") from None
+    if isinstance(recipe, dict) and name_or_path == PAPER and "tasks" not in recipe:
+        from klue import registry
+
+        recipe["tasks"] = {t.name: {"base": dict(t.recipe.base), "large": dict(t.recipe.large)}
+                           for t in registry.all_tasks()}
     if not isinstance(recipe, dict) or not isinstance(recipe.get("tasks"), dict):
         raise DataError(f"recipe {name_or_path}: expected a mapping with `tasks`")
     recipe.setdefault("name", path.stem if path.suffix else name_or_path)

@@ -1,0 +1,273 @@
+"""The results schema: one `results.json` per run (task x model x seed), validated on write and read, and
+the names of the files a run directory holds.
+
+Every producer (a fine-tuned encoder, a CPU baseline, and later prompted LMs) writes its predictions; the
+judge (`klue.scoring.judge`) scores them and assembles the `Results`, so the schema lives on the judge's
+floor, below every producer and the report. The format is documented in docs/results-schema.md (keep the
+two in step).
+
+Version history
+- klue.results/1: first version.
+- klue.results/2: `metric_versions` (the version of every metric in `scores`); what a training run
+  measured about itself (best step, device, parameter count, ...) moved out of `hyperparameters` into a
+  typed `training` summary; typed learning-curve points (`step`, `epoch`, `loss`, `learning_rate`,
+  `examples_per_s`, `selection`: metric -> score). Version 1 files are read and upgraded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from klue.errors import DataError
+from klue.io.atomic import write_json_atomic
+from klue.io.provenance import DataSource
+from klue.metrics.report import ConfusionMatrix, MetricReport
+
+SCHEMA_VERSION = "klue.results/2"
+READABLE_VERSIONS = ("klue.results/1", SCHEMA_VERSION)
+STATUSES = ("ok", "failed")
+# The files of a run directory (a benchmark cell, a `klue train --output`), named once.
+RESULTS_FILE = "results.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+
+
+@dataclass
+class CurvePoint:
+    """One point of a training run's log: a training-loss point or an evaluation on the selection set."""
+
+    step: int  # optimizer steps done
+    epoch: float
+    loss: float | None = None  # mean training loss since the previous loss point
+    learning_rate: float | None = None
+    examples_per_s: float | None = None
+    selection: dict[str, float] = field(default_factory=dict)  # metric -> score on the selection set
+
+    def values(self) -> dict[str, float]:
+        """The plotted values by name: `loss`, `learning_rate`, `examples_per_s`, `selection_<metric>`."""
+        out = {k: v for k, v in (("loss", self.loss), ("learning_rate", self.learning_rate),
+                                 ("examples_per_s", self.examples_per_s)) if v is not None}
+        out.update({f"selection_{k}": v for k, v in self.selection.items()})
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> CurvePoint:
+        """A point as `asdict` wrote it, or a klue.results/1 point (flat, no `selection` key)."""
+        if "selection" not in obj:
+            return cls.from_v1(obj)
+        return cls(**{**obj, "selection": dict(obj["selection"] or {})})
+
+    @classmethod
+    def from_v1(cls, obj: dict[str, Any]) -> CurvePoint:
+        """A klue.results/1 point: a flat object with `selection_<metric>` keys."""
+        selection = {k.removeprefix("selection_"): v for k, v in obj.items() if k.startswith("selection_")}
+        return cls(int(obj.get("step", 0)), float(obj.get("epoch", 0.0)), obj.get("loss"), obj.get("learning_rate"),
+                   obj.get("examples_per_s"), selection)
+
+
+@dataclass
+class TrainingSummary:
+    """What a fine-tuning run measured about itself, beside the hyper-parameters it was given."""
+
+    selection_metric: str
+    checkpoint_selection: str  # which set selected the checkpoint, in words
+    best_step: int | None
+    best_selection_score: float | None
+    total_steps: int
+    steps_per_epoch: int
+    num_processes: int
+    device: str
+    mixed_precision_used: str
+    model_source: str  # "pretrained", "from scratch (config only)" or "klue fine-tuned"
+    num_parameters: int
+    use_token_type_ids: bool
+    added_tokens: int
+    n_train_features: int
+    n_eval_features: int
+    truncated_train_features: int | None
+    resumed_from_steps: list[int] = field(default_factory=list)
+    overrides: dict[str, Any] = field(default_factory=dict)  # key=value as given on the command line
+
+
+@dataclass
+class Results:
+    task: str
+    task_version: str
+    model: str  # "classic", a hub name, or a local path
+    model_family: str  # "classic" | "encoder" | "llm"
+    seed: int
+    protocol: str  # "official", "heldout", "local:dev-80-20", ...
+    protocol_official: bool
+    protocol_description: str
+    metric_mode: str  # "official" | "corrected"
+    status: str = "ok"  # "ok" | "failed"
+    error: str | None = None  # the error of a failed run, one paragraph
+    scores: dict[str, float] = field(default_factory=dict)  # 0-100, official metric names
+    metric_versions: dict[str, str] = field(default_factory=dict)  # metric -> version of its definition
+    breakdown: dict[str, dict[str, float]] = field(default_factory=dict)
+    confusion: ConfusionMatrix | None = None
+    n_train: int = 0
+    n_eval: int = 0
+    data_sources: list[DataSource] = field(default_factory=list)
+    recipe: str | None = None
+    hyperparameters: dict[str, Any] = field(default_factory=dict)  # as given to the producer
+    training: TrainingSummary | None = None  # fine-tuning runs only
+    learning_curve: list[CurvePoint] = field(default_factory=list)
+    wall_time_s: float = 0.0
+    train_time_s: float = 0.0
+    train_examples_per_s: float | None = None
+    eval_examples_per_s: float | None = None
+    predictions_file: str | None = None  # relative to the results file
+    library_versions: dict[str, str] = field(default_factory=dict)
+    git_revision: str | None = None
+    created_at: str = ""
+    schema_version: str = SCHEMA_VERSION
+
+    def validate(self, where: str = "results") -> None:
+        problems: list[str] = []
+        if self.schema_version != SCHEMA_VERSION:
+            problems.append(f"schema_version {self.schema_version!r}, expected {SCHEMA_VERSION!r}")
+        for name in ("task", "model", "model_family", "protocol"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                problems.append(f"{name} must be a non-empty string")
+        if not _is_int(self.seed):
+            problems.append(f"seed {self.seed!r} is not an integer")
+        if self.status not in STATUSES:
+            problems.append(f"status {self.status!r} is not one of {STATUSES}")
+        if self.status == "failed" and not self.error:
+            problems.append("a failed run must carry its error")
+        if self.status == "ok" and not self.scores:
+            problems.append("a run with status ok must carry scores")
+        if self.metric_mode not in ("official", "corrected"):
+            problems.append(f"metric_mode {self.metric_mode!r} is not official/corrected")
+        if self.protocol_official and self.protocol != "official":
+            problems.append(f"protocol {self.protocol!r} is marked official")
+        for name in ("n_train", "n_eval"):
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 0:
+                problems.append(f"{name} must be a non-negative integer")
+        problems += _number_map_problems("scores", self.scores)
+        if not isinstance(self.metric_versions, dict) or not all(
+                isinstance(v, str) for v in self.metric_versions.values()):
+            problems.append("metric_versions must map metric names to version strings")
+        if not isinstance(self.breakdown, dict):
+            problems.append("breakdown must be an object")
+        else:
+            for key, values in self.breakdown.items():
+                problems += _number_map_problems(f"breakdown.{key}", values)
+        if self.confusion is not None:
+            problems += _confusion_problems(self.confusion)
+        for i, point in enumerate(self.learning_curve):
+            problems += _number_map_problems(f"learning_curve[{i}]", point.values())
+        for i, source in enumerate(self.data_sources):
+            if not isinstance(source, DataSource):
+                problems.append(f"data_sources[{i}] is not a DataSource {{path, git_blob, n_examples, used_as}}")
+        if problems:
+            raise DataError(f"invalid results ({where}): " + "; ".join(problems), where)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], where: str = "results") -> Results:
+        version = obj.get("schema_version")
+        if version not in READABLE_VERSIONS:
+            raise DataError(f"invalid results ({where}): schema_version {version!r}, expected one of "
+                            f"{', '.join(READABLE_VERSIONS)}", where)
+        if version != SCHEMA_VERSION:
+            obj = _upgrade_v1(obj)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(obj) - known)
+        if unknown:
+            raise DataError(f"invalid results ({where}): unknown keys {unknown}", where)
+        try:
+            results = cls(**_typed_parts(obj))
+        except (TypeError, ValueError, AttributeError) as error:
+            raise DataError(f"invalid results ({where}): {error}", where) from None
+        results.validate(where)
+        return results
+
+
+def _typed_parts(obj: dict[str, Any]) -> dict[str, Any]:
+    """The JSON object with its nested parts as their dataclasses."""
+    out = dict(obj)
+    confusion = obj.get("confusion")
+    if confusion is not None:
+        if not isinstance(confusion, dict) or set(confusion) != {"labels", "counts"}:
+            raise ValueError("confusion must be {labels, counts}")
+        out["confusion"] = ConfusionMatrix(tuple(confusion["labels"]), tuple(tuple(row) for row in confusion["counts"]))
+    sources = obj.get("data_sources") or []
+    for i, source in enumerate(sources):
+        missing = [f.name for f in fields(DataSource) if not isinstance(source, dict) or f.name not in source]
+        if missing:
+            raise ValueError(f"data_sources[{i}] lacks {missing}")
+    out["data_sources"] = [DataSource(**s) for s in sources]
+    out["learning_curve"] = [CurvePoint.from_json(p) for p in obj.get("learning_curve") or []]
+    if obj.get("training") is not None:
+        out["training"] = TrainingSummary(**obj["training"])
+    return out
+
+
+def _upgrade_v1(obj: dict[str, Any]) -> dict[str, Any]:
+    """A klue.results/1 object as version 2: the training keys of `hyperparameters` become `training`."""
+    out = {**obj, "schema_version": SCHEMA_VERSION}
+    hyperparameters = dict(obj.get("hyperparameters") or {})
+    summary_keys = [f.name for f in fields(TrainingSummary)]
+    if obj.get("model_family") == "encoder" and "best_step" in hyperparameters:
+        summary = {k: hyperparameters.pop(k) for k in summary_keys if k in hyperparameters}
+        out["training"] = summary
+    out["hyperparameters"] = hyperparameters
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number_map_problems(where: str, values: Any) -> list[str]:
+    if not isinstance(values, dict):
+        return [f"{where} must be an object of numbers"]
+    return [f"{where}[{name!r}] is not a finite number: {value!r}"
+            for name, value in values.items() if not _is_number(value)]
+
+
+def _confusion_problems(confusion: ConfusionMatrix) -> list[str]:
+    labels, counts = confusion.labels, confusion.counts
+    if not all(isinstance(x, str) for x in labels):
+        return ["confusion.labels must be a list of strings"]
+    if len(counts) != len(labels) or not all(len(row) == len(labels) for row in counts):
+        return [f"confusion.counts must be {len(labels)} x {len(labels)}"]
+    if not all(_is_int(c) and c >= 0 for row in counts for c in row):
+        return ["confusion.counts must be non-negative integers"]
+    return []
+
+
+def write_results(path: Path, results: Results) -> None:
+    results.validate(str(path))
+    write_json_atomic(path, results.to_json())
+
+
+def read_results(path: Path) -> Results:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"cannot read results: {error}", path) from None
+    if not isinstance(obj, dict):
+        raise DataError("results file is not a JSON object", path)
+    return Results.from_json(obj, str(path))
+
+
+def metric_fields(report: MetricReport) -> dict[str, Any]:
+    """The Results fields a `MetricReport` fills: `Results(..., **metric_fields(report))`."""
+    return {
+        "scores": {k: float(v) for k, v in report.scores.items()},
+        "breakdown": {k: {n: float(v) for n, v in values.items()} for k, values in report.breakdown.items()},
+        "confusion": report.confusion,
+        "n_eval": int(report.n_examples),
+    }

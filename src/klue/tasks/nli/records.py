@@ -1,0 +1,155 @@
+"""KLUE-NLI records and readers: the official JSON, KorNLI TSV and the Hugging Face copy.
+
+File format (docs/tasks.md, NLI): a JSON list of `{guid, source, premise, hypothesis, gold_label, author,
+label2, label3, label4, label5}`; `gold_label` is the target, `author` the writer's intended label and
+`label2..label5` the four validators' labels. Each dev premise appears in exactly three pairs, one per
+label, so local splits group by premise (docs/tasks.md, "Splitting without leakage").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from klue.errors import ProblemLog
+from klue.io import hf
+from klue.io.fields import Fields, guid_locations, item_path, load_json_list
+from klue.io.text import check_unique_guids
+from klue.io.tsv import file_stem, headed_rows
+from klue.tasks.kinds import label_parser, one_of
+
+LABELS: tuple[str, ...] = ("entailment", "contradiction", "neutral")  # official order
+KORNLI_HEADER = ("sentence1", "sentence2", "gold_label")
+VALIDATOR_FIELDS: tuple[str, ...] = ("label2", "label3", "label4", "label5")
+_FIELDS = frozenset({"guid", "source", "premise", "hypothesis", "gold_label", "author", *VALIDATOR_FIELDS})
+
+
+@dataclass(frozen=True)
+class NliRecord:
+    """One premise-hypothesis pair with every field of the official file.
+
+    `author` and `validator_labels` are None for pairs from other sources (KorNLI, the Hugging Face
+    copy), which carry only the gold label.
+    """
+
+    guid: str
+    source: str
+    premise: str
+    hypothesis: str
+    gold_label: str
+    author: str | None = None
+    validator_labels: tuple[str, str, str, str] | None = None  # label2 .. label5
+
+    @property
+    def label(self) -> str:
+        return self.gold_label
+
+
+@dataclass(frozen=True)
+class NliPrediction:
+    guid: str
+    label: str
+
+
+def _label_field(fields: Fields, key: str) -> str | None:
+    return one_of(fields, key, LABELS)
+
+
+def read(path: Path, log: ProblemLog) -> list[NliRecord]:
+    """Read an official KLUE-NLI JSON file; every problem goes to `log` with its JSON path."""
+    items = load_json_list(path, log, "NLI pairs")
+    if items is None:
+        return []
+    records: list[NliRecord] = []
+    locations: list[str] = []
+    for index, item in enumerate(items):
+        fields = Fields(item, item_path("$", index), log)
+        guid = fields.str("guid", nonempty=True)
+        source = fields.str("source")
+        premise = fields.str("premise", nonempty=True)
+        hypothesis = fields.str("hypothesis", nonempty=True)
+        gold = _label_field(fields, "gold_label")
+        author = _label_field(fields, "author")
+        validators = tuple(_label_field(fields, key) for key in VALIDATOR_FIELDS)
+        fields.warn_unknown(_FIELDS)
+        if not fields.ok:
+            continue
+        assert guid is not None and source is not None and premise is not None and hypothesis is not None
+        assert gold is not None and author is not None
+        records.append(NliRecord(guid, source, premise, hypothesis, gold, author,
+                                 validators))  # type: ignore[arg-type]
+        locations.append(fields.location)
+    check_unique_guids(guid_locations(items), log)
+    warn_duplicate_pairs(records, log, locations)
+    return records
+
+
+def warn_duplicate_pairs(records: Sequence[NliRecord], log: ProblemLog,
+                         locations: Sequence[str] | None = None) -> None:
+    """Community-reported: some (premise, hypothesis) pairs occur twice; a warning, nothing changed.
+
+    `locations` (one per record: a JSON path or a line) places the warning; default: the record's guid.
+    """
+    first: dict[tuple[str, str], str] = {}
+    for i, record in enumerate(records):
+        pair = (record.premise, record.hypothesis)
+        if pair in first:
+            where = locations[i] if locations is not None else record.guid
+            log.warning(where, f"{record.guid}: duplicate (premise, hypothesis) pair, first seen in {first[pair]}")
+        else:
+            first[pair] = record.guid
+
+
+def to_json(record: NliRecord) -> dict[str, Any]:
+    """The record as the official file writes it (foreign records omit the fields they lack)."""
+    out: dict[str, Any] = {"guid": record.guid, "source": record.source, "premise": record.premise,
+                           "hypothesis": record.hypothesis, "gold_label": record.gold_label}
+    if record.author is not None:
+        out["author"] = record.author
+    if record.validator_labels is not None:
+        out.update(zip(VALIDATOR_FIELDS, record.validator_labels))
+    return out
+
+
+parse_prediction = label_parser(NliPrediction, LABELS)
+
+
+def gold_prediction(record: NliRecord) -> NliPrediction:
+    return NliPrediction(record.guid, record.gold_label)
+
+
+def read_kornli(path: Path, log: ProblemLog) -> list[NliRecord]:
+    """KorNLI TSV -> NLI records. guid `kornli-<file stem>_<row>` (0-based data row), source `kornli`."""
+    records = []
+    lines = []
+    stem = file_stem(path)
+    for row, (number, (premise, hypothesis, label)) in enumerate(headed_rows(path, log, KORNLI_HEADER)):
+        if label not in LABELS:
+            log.error(f"line {number}", f"unknown label {label!r}; labels are {', '.join(LABELS)}")
+            continue
+        if not premise.strip() or not hypothesis.strip():
+            log.error(f"line {number}", "empty sentence1 or sentence2")
+            continue
+        records.append(NliRecord(f"kornli-{stem}_{row:05d}", "kornli", premise, hypothesis, label))
+        lines.append(f"line {number}")
+    warn_duplicate_pairs(records, log, lines)
+    return records
+
+
+def from_hf(dataset: Any, log: ProblemLog) -> list[NliRecord]:
+    """HF `klue/klue` nli rows (`guid, source, premise, hypothesis, label` with label names
+    entailment, neutral, contradiction) -> NLI records."""
+    names = hf.label_names(dataset, "label")
+    records = []
+    for index, row in hf.rows(dataset):
+        fields = Fields(row, item_path("$", index), log)
+        guid, source = fields.str("guid", nonempty=True), fields.str("source")
+        premise, hypothesis = fields.str("premise", nonempty=True), fields.str("hypothesis", nonempty=True)
+        label = hf.by_name(row.get("label"), names, LABELS, fields.at("label"), log)
+        if fields.ok and label is not None:
+            records.append(NliRecord(guid, source, premise, hypothesis, label))  # type: ignore[arg-type]
+    check_unique_guids(((r.guid, r.guid) for r in records), log)
+    warn_duplicate_pairs(records, log)
+    return records

@@ -1,0 +1,166 @@
+"""KLUE-YNAT records and readers: the official JSON, the `ynat-resplit` files and the Hugging Face copy.
+
+File format (docs/tasks.md, YNAT): a JSON list of `{guid, title, predefined_news_category, label,
+annotations: {annotators, annotations: {first-scope, second-scope, third-scope}}, url, date}`; gold is
+`label`. Other tools order the labels differently (the Hugging Face copy: IT과학, 경제, 사회, 생활문화, 세계,
+스포츠, 정치), so labels are exchanged by name, never by index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from klue.errors import ProblemLog
+from klue.io import hf
+from klue.io.fields import Fields, guid_locations, item_path, load_json_list
+from klue.io.text import check_unique_guids
+from klue.tasks.kinds import label_parser, one_of
+
+LABELS: tuple[str, ...] = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")  # official order
+_LABEL_SET = frozenset(LABELS)  # annotations hold these and NO_SCOPE
+NO_SCOPE = "해당없음"  # "not applicable": an annotator's empty second/third choice
+_FIELDS = frozenset({"guid", "title", "predefined_news_category", "label", "annotations", "url", "date"})
+
+
+@dataclass(frozen=True)
+class YnatAnnotations:
+    """Who annotated and each scope's choices in annotator order, scopes in file order
+    (`first-scope`, `second-scope`, `third-scope`; synthetic files may have fewer)."""
+
+    annotators: tuple[str, ...]
+    scopes: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def scope(self, name: str) -> tuple[str, ...] | None:
+        return next((choices for key, choices in self.scopes if key == name), None)
+
+
+@dataclass(frozen=True)
+class YnatRecord:
+    """One headline with every field of the official file; the fields after `label` are None for
+    titles from other sources (the ynat-resplit files, the Hugging Face copy)."""
+
+    guid: str
+    title: str
+    label: str
+    predefined_news_category: str | None = None  # the publisher's section (not the gold label)
+    annotations: YnatAnnotations | None = None
+    url: str | None = None
+    date: str | None = None
+
+
+@dataclass(frozen=True)
+class YnatPrediction:
+    guid: str
+    label: str
+
+
+CATEGORY = ("category", "categories")  # how messages name the labels
+
+
+def label_field(fields: Fields, key: str) -> str | None:
+    return one_of(fields, key, LABELS, CATEGORY)
+
+
+def _annotations(fields: Fields) -> YnatAnnotations | None:
+    annotators = fields.str_list("annotators")
+    inner = fields.obj("annotations")
+    scopes: list[tuple[str, tuple[str, ...]]] = []
+    if inner is not None:
+        for key in inner.data:
+            choices = inner.str_list(key)
+            if choices is None:
+                continue
+            unknown = [c for c in choices if c not in _LABEL_SET and c != NO_SCOPE]
+            if unknown:
+                inner.fail(inner.at(key), f"unknown categories {unknown} (allowed: the 7 categories and "
+                           f"{NO_SCOPE!r})")
+            scopes.append((key, choices))
+    fields.warn_unknown({"annotators", "annotations"})
+    if not fields.ok or annotators is None or inner is None:
+        return None
+    return YnatAnnotations(annotators, tuple(scopes))
+
+
+def read(path: Path, log: ProblemLog) -> list[YnatRecord]:
+    """Read an official YNAT JSON file; every problem goes to `log` with its JSON path."""
+    items = load_json_list(path, log, "YNAT headlines")
+    if items is None:
+        return []
+    records: list[YnatRecord] = []
+    for index, item in enumerate(items):
+        fields = Fields(item, item_path("$", index), log)
+        guid = fields.str("guid", nonempty=True)
+        title = fields.str("title", nonempty=True)
+        category = fields.str("predefined_news_category")
+        label = label_field(fields, "label")
+        annotation_fields = fields.obj("annotations")
+        annotations = _annotations(annotation_fields) if annotation_fields is not None else None
+        url = fields.str("url")
+        date = fields.str("date")
+        fields.warn_unknown(_FIELDS)
+        if not fields.ok:
+            continue
+        assert guid is not None and title is not None and label is not None
+        records.append(YnatRecord(guid, title, label, category, annotations, url, date))
+    check_unique_guids(guid_locations(items), log)
+    return records
+
+
+def to_json(record: YnatRecord) -> dict[str, Any]:
+    """The record as the official file writes it (fields a foreign record lacks are left out)."""
+    out: dict[str, Any] = {"guid": record.guid, "title": record.title}
+    if record.predefined_news_category is not None:
+        out["predefined_news_category"] = record.predefined_news_category
+    out["label"] = record.label
+    if record.annotations is not None:
+        out["annotations"] = {"annotators": list(record.annotations.annotators),
+                              "annotations": {k: list(v) for k, v in record.annotations.scopes}}
+    if record.url is not None:
+        out["url"] = record.url
+    if record.date is not None:
+        out["date"] = record.date
+    return out
+
+
+# A category NAME; an index is refused (tools disagree on the order).
+parse_prediction = label_parser(YnatPrediction, LABELS, CATEGORY, refuse_index=True)
+
+
+def gold_prediction(record: YnatRecord) -> YnatPrediction:
+    return YnatPrediction(record.guid, record.label)
+
+
+def read_resplit(path: Path, log: ProblemLog) -> list[YnatRecord]:
+    """A `ynat-resplit` file (`[{guid, title, label}]`) -> YNAT records without the other fields."""
+    items = load_json_list(path, log, "YNAT titles")
+    if items is None:
+        return []
+    records = []
+    for index, item in enumerate(items):
+        fields = Fields(item, item_path("$", index), log)
+        guid = fields.str("guid", nonempty=True)
+        title = fields.str("title", nonempty=True)
+        label = label_field(fields, "label")
+        fields.warn_unknown({"guid", "title", "label"})
+        if fields.ok and guid is not None and title is not None and label is not None:
+            records.append(YnatRecord(guid, title, label))
+    check_unique_guids(guid_locations(items), log)
+    return records
+
+
+def from_hf(dataset: Any, log: ProblemLog) -> list[YnatRecord]:
+    """HF `klue/klue` ynat rows (`guid, title, label, url, date`; label names in the order IT과학, 경제,
+    사회, 생활문화, 세계, 스포츠, 정치) -> YNAT records, labels mapped by name."""
+    names = hf.label_names(dataset, "label")
+    records = []
+    for index, row in hf.rows(dataset):
+        fields = Fields(row, item_path("$", index), log)
+        guid, title = fields.str("guid", nonempty=True), fields.str("title", nonempty=True)
+        url, date = fields.str("url", optional=True), fields.str("date", optional=True)
+        label = hf.by_name(row.get("label"), names, LABELS, fields.at("label"), log)
+        if fields.ok and label is not None:
+            records.append(YnatRecord(guid, title, label, url=url, date=date))  # type: ignore[arg-type]
+    check_unique_guids(((r.guid, r.guid) for r in records), log)
+    return records

@@ -1,0 +1,82 @@
+"""NER, DP, MRC and WoS baselines on small real slices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from klue import registry
+from klue.baselines import run
+
+
+def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
+    task = registry.get("ner")
+    data = protocol_slice("ner", 400, 200)
+    results = run(task, data, 1, tmp_path)
+    assert results.scores["entity_macro_f1"] > 30.0
+    for line, record in zip((tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines(), data.eval):
+        assert len(json.loads(line)["tags"]) == len(record.chars)
+
+
+def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
+    task = registry.get("dp")
+    data = protocol_slice("dp", 300, 100)
+    results = run(task, data, 1, tmp_path)
+    assert results.scores["uas"] > 50.0
+    for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines():
+        heads = np.array(json.loads(line)["heads"])
+        assert (heads == 0).sum() == 1
+        for start in range(1, len(heads) + 1):  # following heads reaches the root without a cycle
+            node, steps = start, 0
+            while node != 0 and steps <= len(heads):
+                node, steps = heads[node - 1], steps + 1
+            assert node == 0
+
+
+def test_mrc_answers_are_context_spans(protocol_slice, tmp_path: Path) -> None:
+    task = registry.get("mrc")
+    data = protocol_slice("mrc", 400, 100)
+    results = run(task, data, 1, tmp_path)
+    assert results.scores["rouge_w"] > 10.0
+    answers = [json.loads(line)["answer"] for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert all(answer in record.context for answer, record in zip(answers, data.eval))
+
+
+def test_wos_tracker_uses_the_ontology_and_carries_state(protocol_slice, tmp_path: Path) -> None:
+    from klue.tasks.wos.records import DEFAULT_SLOTS, split_state_item
+
+    data = protocol_slice("wos", 76, 76)
+    results = run(registry.get("wos"), data, 1, tmp_path)
+    assert results.scores["slot_micro_f1"] > 60.0 and results.scores["joint_goal_acc"] > 10.0
+    states = {json.loads(line)["guid"]: json.loads(line)["state"]
+              for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()}
+    for record in data.eval:
+        state = states[record.guid]
+        assert all(split_state_item(item)[0] + "-" + split_state_item(item)[1] in DEFAULT_SLOTS for item in state)
+        if record.turn_index > 0:  # carry-over: a slot once set stays set (values may be revised)
+            previous = states[f"{record.dialogue_guid}-{record.turn_index - 1}"]
+            slots = {item.rsplit("-", 1)[0] for item in state}
+            assert {item.rsplit("-", 1)[0] for item in previous} <= slots
+
+
+def test_wos_rules_on_a_synthetic_dialogue(tmp_path: Path, klue_data_dir: Path) -> None:
+    from klue.tasks.wos.baseline import OntologyRuleWos
+    from klue.tasks.wos.records import WosDialogue, WosUtterance, expand_turns
+
+    utterances = (
+        WosUtterance("user", "서울 북쪽에 있는 저렴한 호텔을 찾아주세요. 주차가 되면 좋겠어요.", ()),
+        WosUtterance("sys", "마라톤 서울 호텔을 추천합니다.", None),
+        WosUtterance("user", "좋네요. 금요일부터 2박 3명으로 예약해주세요.", ()),
+        WosUtterance("sys", "예약되었습니다.", None),
+        WosUtterance("user", "택시도 불러주세요. 오후 3시 반에 호텔에서 출발할게요. 종류는 상관없어요.", ()),
+    )
+    turns = expand_turns([WosDialogue("synthetic-0", ("숙소", "택시"), utterances)])
+    baseline = OntologyRuleWos(1)
+    baseline.use_ontology_file(klue_data_dir / "wos-v1.1" / "ontology.json")
+    states = [set(p.state) for p in baseline.predict(turns)]
+    assert {"숙소-지역-서울 북쪽", "숙소-가격대-저렴", "숙소-종류-호텔", "숙소-주차 가능-yes"} <= states[0]
+    assert {"숙소-이름-마라톤 서울 호텔", "숙소-예약 요일-금요일", "숙소-예약 기간-2",
+            "숙소-예약 명수-3"} <= states[1]
+    assert {"택시-출발 시간-15:30", "택시-종류-dontcare"} <= states[2] and states[1] <= states[2]

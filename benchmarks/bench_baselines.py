@@ -22,7 +22,8 @@ from typing import Any
 from klue import registry
 from klue.baselines import available_baselines, run
 from klue.benchmark.cells import choose_protocol
-from klue.data.protocols import resolve, roots_from
+from klue.io.locate import roots_from
+from klue.protocols import resolve
 
 # Issue 6's targets on this machine: (metric, floor).
 TARGETS: dict[str, tuple[str, float]] = {
@@ -61,7 +62,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the rows here")
     args = parser.parse_args()
     roots = roots_from(args.data_dir, args.extra_data_dir)
-    names = available_baselines() if args.tasks == "all" else [registry.get(t).name for t in args.tasks.split(",")]
+    names = available_baselines(registry.all_tasks()) if args.tasks == "all" else [registry.get(t).name for t in args.tasks.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from klue import registry
-from klue.data.protocols import resolve, roots_from
+from klue.io.locate import roots_from
 from klue.models.tiny import make_tiny_model_dir
+from klue.protocols import resolve
 
 # name -> (task, protocol, overrides). From scratch, a tiny model needs a far higher learning rate than
 # the paper's 5e-5 for pretrained encoders; the other settings are the paper recipe's unless given.

@@ -12,20 +12,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from klue.data import foreign
 from klue.errors import ProblemLog
-from klue.tasks import nli, re, sts, wos, ynat
+from klue.tasks.mrc import records as mrc
+from klue.tasks.nli import records as nli
+from klue.tasks.re import records as re
+from klue.tasks.sts import records as sts
+from klue.tasks.wos import records as wos
+from klue.tasks.ynat import records as ynat
 
 FILES: list[tuple[str, Callable[[Path, ProblemLog], list[Any]], str]] = [
     ("nli", nli.read, "klue/klue-nli-v1.1/klue-nli-v1.1_dev.json"),
     ("sts", sts.read, "klue/klue-sts-v1.1/klue-sts-v1.1_dev.json"),
     ("ynat", ynat.read, "klue-partial/ynat-v1.1/ynat-v1_dev_sample_10.json"),
-    ("ynat-resplit", foreign.read_ynat_resplit, "klue-derived/ynat-resplit/ynat-resplit_train.json"),
+    ("ynat-resplit", ynat.read_resplit, "klue-derived/ynat-resplit/ynat-resplit_train.json"),
     ("re", re.read, "klue-derived/re-train-sample/klue-re-v1.1_train.sample3247.json"),
-    ("mrc (KorQuAD)", foreign.read_squad, "korean/korquad-v1/KorQuAD_v1.0_dev.json"),
+    ("mrc (KorQuAD)", mrc.read_korquad, "korean/korquad-v1/KorQuAD_v1.0_dev.json"),
     ("wos", wos.read, "klue-partial/wos-v1.1/wos-v1.1_dev_sample_10.json"),
-    ("kornli", foreign.read_kornli, "korean/kornli/xnli.dev.ko.tsv"),
-    ("korsts", foreign.read_korsts, "korean/korsts/sts-train.tsv"),
+    ("kornli", nli.read_kornli, "korean/kornli/xnli.dev.ko.tsv"),
+    ("korsts", sts.read_korsts, "korean/korsts/sts-train.tsv"),
 ]
 
 

@@ -71,7 +71,8 @@ def cases() -> list[tuple[str, Path, Path, list[str]]]:
 def primitives(task_name: str, gold: Path, predictions: Path, extra: list[str]) -> tuple[Any, Any, Any]:
     """Gold records, aligned predictions, the task (through klue.scoring, as `klue score` reads them)."""
     from klue import registry
-    from klue.scoring import align, read_gold, read_label_list, read_predictions
+    from klue.predictions import align, read_label_list, read_predictions
+    from klue.scoring import read_gold
 
     task = registry.get(task_name)
     fmt = extra[1] if extra[:1] == ["--gold-format"] else None
@@ -94,7 +95,7 @@ def comparisons(task: str, golds: Any, preds: Any, quick: bool) -> list[tuple[st
         from seqeval.metrics import f1_score as seqeval_f1
         from seqeval.scheme import IOB2
 
-        from klue.tasks.ner import nonspace_prediction
+        from klue.tasks.ner.records import nonspace_prediction
 
         gold = [list(g.nonspace_tags) for g in golds]
         pred = [list(nonspace_prediction(g, p)) for g, p in zip(golds, preds)]
@@ -156,7 +157,7 @@ def comparisons(task: str, golds: Any, preds: Any, quick: bool) -> list[tuple[st
              lambda: 100 * f1_score(g3, np.where(np.asarray(pred) >= 3, 1, 0)), "sklearn f1_score"),
         ]
     if task == "re":
-        from klue.tasks.re import RELATIONS
+        from klue.tasks.re.records import RELATIONS
 
         relations = list(RELATIONS)
         gold = [g.label for g in golds]

@@ -26,8 +26,9 @@ from typing import Any
 import torch
 
 from klue import registry
-from klue.data.protocols import resolve, roots_from
+from klue.io.locate import roots_from
 from klue.models.tiny import make_tiny_model_dir
+from klue.protocols import resolve
 
 
 def build_model_dir(texts: list[str], out: Path, args: argparse.Namespace) -> Path:

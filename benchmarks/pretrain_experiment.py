@@ -36,7 +36,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 def eval_texts(roots: Any) -> list[str]:
     from klue import registry
-    from klue.data.protocols import read_checked
+    from klue.protocols import read_checked
 
     ner, nli = registry.get("ner"), registry.get("nli")
     ner_dev = read_checked(ner.read, roots.klue / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
@@ -64,8 +64,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from klue import registry
-    from klue.data import protocols
+    from klue import protocols, registry
+    from klue.io.locate import roots_from
     from klue.pretraining.corpus import korean_corpus, normalise_sentence
     from klue.pretraining.mlm import MlmSettings, pretrain
     from klue.pretraining.morphemes import MorphemeSplitter
@@ -73,7 +73,7 @@ def main() -> None:
     from klue.training.run import run as finetune
 
     shared = Path(__file__).resolve().parents[2] / "shared" / "data"  # this machine's layout
-    roots = protocols.roots_from(args.data_dir or os.environ.get("KLUE_DATA_DIR") or str(shared / "klue"),
+    roots = roots_from(args.data_dir or os.environ.get("KLUE_DATA_DIR") or str(shared / "klue"),
                                  args.extra_data_dir or os.environ.get("KLUE_EXTRA_DATA_DIR") or str(shared))
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from klue.reporting.schema import read_results
+from klue.results import read_results
 
 
 def main() -> None:

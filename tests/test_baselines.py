@@ -34,6 +34,8 @@ def test_run_writes_scored_predictions_and_results(protocol_slice, tmp_path: Pat
     written = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert written["scores"] == results.scores and written["protocol"] == "local:ynat-resplit"
     assert written["protocol_official"] is False and written["n_train"] == 600
+    task = registry.get("ynat")
+    assert written["metric_versions"] == {name: task.metric_spec(name).version for name in written["scores"]}
     assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left behind
     again = run(registry.get("ynat"), data, 3, tmp_path / "again")
     assert again.scores == results.scores  # deterministic for a seed

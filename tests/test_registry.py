@@ -1,70 +1,115 @@
-"""The registry: every task declared once, found by name or alias, helpful errors."""
+"""The registry: every task declared once in its own package, found by name or alias, helpful errors;
+the generic checks on every task; and a ninth task that is nothing but a copied package."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from klue import registry
-from klue.metrics.report import MetricReport
+import klue.tasks
+from generic_checks import check_declaration, check_gold_scores_the_maximum, slice_of
+from klue import protocols, registry
+from klue.io.locate import DataRoots
 from klue.tasks.base import Task
 
-ALL = ("ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos")
+TASKS = registry.all_tasks()
 
 
 def test_tasks_are_unique_and_ordered() -> None:
-    tasks = registry.all_tasks()
-    assert tasks, "no task registered"
-    assert [t.order for t in tasks] == sorted(t.order for t in tasks)
-    assert len({t.name for t in tasks}) == len(tasks)
-    assert all(isinstance(t, Task) for t in tasks)
-    assert {t.name for t in tasks} <= set(ALL)
+    assert TASKS, "no task registered"
+    assert [t.order for t in TASKS] == sorted(t.order for t in TASKS)
+    assert len({t.name for t in TASKS}) == len(TASKS)
+    assert all(isinstance(t, Task) for t in TASKS)
+    assert all(t.package == f"klue.tasks.{t.package.rsplit('.', 1)[-1]}" for t in TASKS)
 
 
-def test_all_eight_when_present() -> None:
-    names = {t.name for t in registry.all_tasks()}
-    if names != set(ALL):
-        pytest.skip(f"not every task module exists yet (registered: {sorted(names)})")
-    assert [t.name for t in registry.all_tasks()] == list(ALL)
-
-
-@pytest.mark.parametrize("name", ["ner", "dp"])
-def test_lookup_by_name_and_alias(name: str) -> None:
-    task = registry.get(name)
-    assert registry.get(f"klue-{name}") is task
-    assert registry.get(f" KLUE-{name.upper()} ") is task
-    assert registry.resolve(f"{name},{name}") == [task, task]
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_lookup_by_name_and_alias(task: Task) -> None:
+    assert registry.get(task.name) is task
+    assert all(registry.get(alias) is task for alias in task.aliases)
+    assert registry.get(f" {task.name.upper()} ") is task
+    assert registry.resolve(f"{task.name},{task.name}") == [task, task]
 
 
 def test_unknown_name_suggests() -> None:
-    with pytest.raises(registry.UnknownTaskError, match="Did you mean 'ner'"):
-        registry.get("nerr")
+    name = TASKS[0].name
+    with pytest.raises(registry.UnknownTaskError, match=f"Did you mean '{name}'"):
+        registry.get(name + "x")
 
 
 def test_resolve_all() -> None:
     assert registry.resolve("all") == registry.all_tasks()
 
 
-def test_declarations_are_consistent() -> None:
-    for task in registry.all_tasks():
-        assert task.key_metric in task.metrics and set(task.main_metrics) <= set(task.metrics)
-        assert task.file("dev") is not None, task.name
-        assert all(len(f.git_blob) == 40 for f in task.files)
-        assert task.default_local_protocol in ("local:dev-80-20", *task.protocols), task.name
-        assert set(task.sizes) <= {"train", "dev"}
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_declaration_is_consistent(task: Task) -> None:
+    check_declaration(task)
 
 
-def test_gold_predictions_round_trip_through_json() -> None:
-    from klue.errors import ProblemLog
-
-    ner = registry.get("ner")
-    record = ner.record_type("g", "가 나", ("가", " ", "나"), ("B-PS", "O", "O"))
-    gold = ner.gold_prediction(record)
-    assert ner.parse_prediction(ner.prediction_to_json(gold), ProblemLog("p"), "line 1") == gold
+@pytest.mark.realdata
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
+def test_gold_scores_the_maximum_on_real_data(task: Task, klue_data_dir: Path, shared_data_dir: Path,
+                                              tmp_path: Path) -> None:
+    check_gold_scores_the_maximum(task, DataRoots(klue_data_dir, shared_data_dir), tmp_path)
 
 
-def test_evaluate_returns_metric_reports_for_gold() -> None:
-    pytest.importorskip("klue.metrics.dp")
-    dp = registry.get("dp")
-    record = dp.record_type("g", "가 나", ("가", "나"), ("가", "나"), ("NNG", "VV"), (2, 0), ("NP_SBJ", "VP"))
-    report = dp.evaluate([record], [dp.gold_prediction(record)], "official")
-    assert isinstance(report, MetricReport) and report.scores["uas_macro_f1"] == pytest.approx(100.0)
+# ------------------------------------------------------------------------------------------ ninth task
+
+COPIED = "ynat"
+NINTH = "ynat9"
+
+
+@pytest.fixture()
+def ninth_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Task]:
+    """A copy of one task package under a new name, order and aliases (nothing else edited), in a
+    temporary directory added to `klue.tasks`' search path."""
+    source = Path(klue.tasks.__file__).parent / COPIED
+    target = tmp_path / "tasks" / NINTH
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    declaration = target / "task.yaml"
+    text = declaration.read_text(encoding="utf-8")
+    lines = [f"name: {NINTH}" if line.startswith("name:") else
+             f"aliases: [klue-{NINTH}]" if line.startswith("aliases:") else
+             f"order: {max(t.order for t in TASKS) + 1}" if line.startswith("order:") else line
+             for line in text.splitlines()]
+    declaration.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(klue.tasks, "__path__", [*klue.tasks.__path__, str(target.parent)])
+    registry._index.cache_clear()
+    try:
+        yield registry.get(NINTH)
+    finally:
+        registry._index.cache_clear()
+        for name in [m for m in sys.modules if m == f"klue.tasks.{NINTH}" or m.startswith(f"klue.tasks.{NINTH}.")]:
+            del sys.modules[name]
+
+
+@pytest.mark.realdata
+def test_a_ninth_task_is_one_new_package(ninth_task: Task, klue_data_dir: Path, shared_data_dir: Path,
+                                        tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from klue.baselines import run
+    from klue.cli import app
+    from klue.reporting.aggregate import load_aggregate
+    from klue.reporting.leaderboard import build_leaderboard, to_markdown
+
+    assert registry.all_tasks()[-1] is ninth_task and len(registry.all_tasks()) == len(TASKS) + 1
+    assert registry.get(f"klue-{NINTH}") is ninth_task and ninth_task.package == f"klue.tasks.{NINTH}"
+    check_declaration(ninth_task)
+    roots = DataRoots(klue_data_dir, shared_data_dir)
+    check_gold_scores_the_maximum(ninth_task, roots, tmp_path)
+
+    listed = CliRunner().invoke(app, ["tasks", "--json"])
+    assert listed.exit_code == 0 and NINTH in [t["name"] for t in json.loads(listed.output)]
+
+    data = protocols.resolve(ninth_task, ninth_task.default_local_protocol, roots)
+    results = run(ninth_task, slice_of(data, 600, 200), 1, tmp_path / "bench" / NINTH / "classic" / "seed1")
+    assert results.task == NINTH and results.scores[ninth_task.key_metric] > 0
+    assert set(results.metric_versions) == set(results.scores)
+    board = to_markdown(build_leaderboard(load_aggregate(tmp_path / "bench")))
+    assert NINTH.upper() in board and "partial 1/" in board

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from klue.errors import DataError
-from klue.metrics.report import ConfusionMatrix, MetricReport
 from klue.io.provenance import DataSource
+from klue.metrics.report import ConfusionMatrix, MetricReport
 from klue.results import SCHEMA_VERSION, CurvePoint, Results, metric_fields, read_results, write_results
 
 

@@ -11,7 +11,9 @@ import pytest
 
 from klue import registry
 from klue.errors import DataError
-from klue.scoring import read_label_list, result_to_json, score_files
+from klue.predictions import read_label_list, write_predictions
+from klue.results import PREDICTIONS_FILE, RESULTS_FILE, read_results
+from klue.scoring import ProducerReport, judge, result_to_json, score_files, score_predictions
 
 CASES = "scoring-cases"
 
@@ -228,3 +230,26 @@ def test_list_shape_must_match_the_gold_length(shared_data_dir: Path, tmp_path: 
     (tmp_path / "p.json").write_text(json.dumps(["정치"] * 3, ensure_ascii=False), encoding="utf-8")
     message = _error("ynat", shared_data_dir / CASES / "ynat/gold.json", tmp_path / "p.json")
     assert "3 items for 240 examples" in message
+
+
+def test_the_judge_scores_the_written_file(protocol_slice: Any, tmp_path: Path) -> None:
+    """A run's scores come from its prediction file, through the `klue score` path, not from memory."""
+    import time
+
+    task = registry.get("nli")
+    data = protocol_slice("nli", 30, 60, "local:dev-80-20")
+    predictions = [task.gold_prediction(r) for r in data.eval]
+    path = tmp_path / PREDICTIONS_FILE
+    write_predictions(path, task, data.eval, predictions, "the test")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["label"] = next(label for label in task.labels if label != first["label"])
+    path.write_text("\n".join([json.dumps(first, ensure_ascii=False), *lines[1:]]) + "\n", encoding="utf-8")
+
+    results = judge(task, data, tmp_path, "official", ProducerReport("gold", "test", 3, time.perf_counter()))
+    assert results.scores["accuracy"] == pytest.approx(100 * 59 / 60)
+    assert results.scores == score_predictions(task, data.eval, path).report.scores
+    assert results.metric_versions == {"accuracy": "1", "macro_f1": "1"}
+    assert results.data_sources == list(data.sources) and results.n_train == 30 and results.n_eval == 60
+    assert results.library_versions and results.created_at and results.predictions_file == PREDICTIONS_FILE
+    assert read_results(tmp_path / RESULTS_FILE) == results

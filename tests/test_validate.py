@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from klue import registry
-from klue import validate
+from klue import registry, validate
 from klue.errors import DataError
 
 NER_HEADER = "## a\n## b\n## c\n## d\n## e\tf\n"

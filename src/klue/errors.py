@@ -50,8 +50,22 @@ class DataError(Exception):
         return "\n".join(lines)
 
 
+class HasProblems:
+    """Anything that holds a `problems` list: its errors and its warnings."""
+
+    problems: list[Problem]
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+
 @dataclass
-class ProblemLog:
+class ProblemLog(HasProblems):
     """Collects the problems found in one file; `raise_if_errors` ends a read that found any."""
 
     path: str
@@ -62,14 +76,6 @@ class ProblemLog:
 
     def warning(self, location: str, message: str) -> None:
         self.problems.append(Problem(self.path, location, message, "warning"))
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "warning"]
 
     def raise_if_errors(self) -> None:
         if self.errors:

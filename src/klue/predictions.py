@@ -7,9 +7,9 @@ A prediction file (docs/tasks.md, "Prediction files") is JSON Lines, one object 
 - a JSON object mapping guid -> item.
 
 An item is either the prediction object without its guid (`{"heads": [...], "deprels": [...]}`), or,
-for tasks whose prediction has a single field, that field's value alone (a YNAT/NLI label, an STS score,
-NER tags, an MRC answer, a WoS state). In these two shapes only, an integer `label` is an index into the
-task's official label order (YNAT categories; RE relations, or the `label_list` given). Any of the three
+for tasks whose prediction has a single field, that field's value alone (a label, a score, a tag list, an
+answer, a state). In these two shapes only, an integer `label` is an index into the task's official label
+order (`Task.labels`, or the `label_list` given). Any of the three
 may be gzip-compressed. Producers write JSON Lines with `write_predictions`. Nothing here imports torch
 or sklearn.
 """
@@ -59,7 +59,7 @@ def name_list(names: Sequence[str], total: int | None = None) -> str:
 
 
 def read_label_list(path: Path, expected: Sequence[str]) -> tuple[str, ...]:
-    """A label order file: `{"relations": [...]}` (RE's relation_list.json) or a plain JSON list. It
+    """A label order file: `{"<any key>": [...]}` (such as relation_list.json) or a plain JSON list. It
     must name exactly the task's labels, in any order."""
     try:
         data = json.loads(read_prediction_text(path))

@@ -11,7 +11,8 @@ Generic protocols, built for every task from its official files, `task.read` and
 
 Task-specific protocols are declared in each task's `task.yaml` (`klue.tasks.base.FileProtocol`: whole
 files; `HashSplitProtocol`: one file split by group hash, plus whole extra files) and built here. Groups
-(an NLI premise, an MRC context, a WoS dialogue) never straddle a split, so no example leaks across it.
+(the records that share a task's group key: one premise's pairs, one context's questions, one dialogue's
+turns) never straddle a split, so no example leaks across it.
 Every protocol's description says what it is; only `official` is official.
 """
 
@@ -49,7 +50,7 @@ class ProtocolData(Generic[RecordT]):
     eval: list[RecordT]
     selection: list[RecordT] | None  # checkpoint selection set; None = select on `eval` (official recipe)
     sources: tuple[DataSource, ...]
-    # The roots the data came from, so a model can open a task's resource file (the WoS ontology).
+    # The roots the data came from, so a model can open a task's resource file (an ontology, say).
     roots: DataRoots | None = None
 
 

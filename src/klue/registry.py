@@ -14,15 +14,18 @@ import pkgutil
 from typing import Any
 
 import klue.tasks as task_packages
+from klue.errors import DataError
 from klue.tasks.base import Task
 
 
-class UnknownTaskError(KeyError):
+class UnknownTaskError(DataError, KeyError):
+    """A task name the registry does not know: a bad option (exit 2 in the CLI) and a failed lookup."""
+
     def __init__(self, name: str, known: list[str]) -> None:
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         self.message = f"unknown task {name!r}; known tasks: {', '.join(known)}.{hint}"
-        super().__init__(self.message)
+        DataError.__init__(self, self.message)
 
     def __str__(self) -> str:
         return self.message

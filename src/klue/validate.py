@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from klue import registry
-from klue.errors import DataError, Problem, ProblemLog
+from klue.errors import DataError, HasProblems, Problem, ProblemLog
 from klue.io.hashing import git_blob_sha1
 from klue.io.release import OfficialFile
 from klue.tasks.base import OFFICIAL_READER, Task
@@ -32,20 +32,12 @@ class Detected:
 
 
 @dataclass
-class FileReport:
+class FileReport(HasProblems):
     path: Path
     task: str | None
     reader: str | None
     n_records: int = 0
     problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "warning"]
 
     def to_json(self) -> dict[str, Any]:
         return {

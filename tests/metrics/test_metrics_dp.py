@@ -18,7 +18,7 @@ Sentences = list[list[int]]
 
 def _official_reference(gold_heads: Sentences, gold_deprels: list[list[str]], pred_heads: Sentences,
                         pred_deprels: list[list[str]]) -> dict[str, float]:
-    """SPEC section 2 in sklearn terms (independent of klue.metrics.classification)."""
+    """docs/metrics.md (DP) in sklearn terms (independent of klue.metrics.classification)."""
     from sklearn.metrics import f1_score
 
     gh = np.concatenate([np.asarray(s, dtype=int) for s in gold_heads])

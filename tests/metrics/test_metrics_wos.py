@@ -17,7 +17,7 @@ state = st.lists(st.sampled_from(ITEMS), max_size=4)
 
 
 def _reference(gold: list[list[str]], pred: list[list[str]]) -> tuple[float, float]:
-    """SPEC section 2, written as the official per-turn loop (list membership, duplicates counted)."""
+    """docs/metrics.md (WoS), written as the official per-turn loop (list membership, duplicates counted)."""
     joint = f1_sum = 0.0
     for g, p in zip(gold, pred):
         joint += set(g) == set(p)

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from klue.models.tiny import train_tokenizer
 from klue.models.features import SpecialTokens
+from klue.models.tiny import train_tokenizer
 
 TEXTS = ["경찰은 또 성매매 알선 자금을 관리한 박씨의 딸과 성매매 여성 김모씨 등을 입건했다.",
          "흡연자분들은 발코니가 있는 방이면 발코니에서 흡연이 가능합니다."] * 10

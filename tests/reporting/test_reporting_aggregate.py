@@ -10,7 +10,14 @@ from report_fixtures import ENCODER, PARTIAL
 
 from klue import registry
 from klue.errors import DataError
-from klue.reporting.aggregate import Stat, aggregate, load_aggregate, load_results, references_of, task_catalog
+from klue.reporting.aggregate import (
+    Stat,
+    aggregate,
+    load_aggregate,
+    load_results,
+    references_of,
+    task_catalog,
+)
 from klue.reporting.leaderboard import NOT_OFFICIAL_MARK, build_leaderboard, to_markdown
 
 

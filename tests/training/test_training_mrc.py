@@ -10,9 +10,9 @@ import torch
 
 from klue import registry
 from klue.errors import ProblemLog
+from klue.models.features import FeaturizeContext
 from klue.protocols import ProtocolData
 from klue.tasks.mrc.records import MrcAnswer, MrcRecord
-from klue.models.features import FeaturizeContext
 
 OVERFIT = {"learning_rate": 3e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 256,
            "evals_per_epoch": 0, "save_checkpoints": False, "progress": False, "logging_steps": 10}

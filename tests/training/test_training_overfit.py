@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from klue import registry
-from klue.results import read_results
 from klue.protocols import ProtocolData
+from klue.results import read_results
 
 # Tiny from-scratch models learn fast only at a high learning rate without warm-up; NER (13 tags per
 # character) and NLI (pairs) need more passes than YNAT and STS.

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from klue import registry
-from klue.errors import DataError
 from klue.cli._common import parse_key_values
+from klue.errors import DataError
 from klue.training.recipes import load_recipe, resolve
 
 BASE = SimpleNamespace(hidden_size=768)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from klue.models.heads import IGNORE_INDEX
 from klue.models.collate import collate_features
-from klue.training.engine import eval_points
 from klue.models.features import Feature
+from klue.models.heads import IGNORE_INDEX
+from klue.training.engine import eval_points
 from klue.training.recipes import Hyperparameters
 from klue.training.sampling import epoch_batches, eval_batches, split_global_batch
 

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from klue import registry
-from klue import protocols
-from klue.io.locate import roots_from
+from klue import protocols, registry
 from klue.errors import DataError
+from klue.io.locate import roots_from
+from klue.models.features import FeaturizeContext
 from klue.models.trade import GATES, PTR
 from klue.protocols import ProtocolData
+from klue.tasks.wos.adapter import ValueNormaliser
 from klue.tasks.wos.records import (
     WosDialogue,
     WosTurn,
@@ -27,8 +28,6 @@ from klue.tasks.wos.records import (
     load_ontology,
     split_state_item,
 )
-from klue.tasks.wos.adapter import ValueNormaliser
-from klue.models.features import FeaturizeContext
 
 MEMORISE = {"learning_rate": 5e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.1, "weight_decay": 0.0,
             "max_len": 512, "evals_per_epoch": 0, "save_checkpoints": False, "progress": False,

@@ -41,7 +41,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from klue.io import provenance
 from klue.benchmark.cells import (
     CLASSIC,
     ERROR_FILE,
@@ -56,6 +55,7 @@ from klue.benchmark.cells import (
 )
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
+from klue.io import provenance
 from klue.results import RESULTS_FILE, read_results, write_results
 
 

@@ -18,6 +18,16 @@ def fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def metric_mode(mode: str) -> str:
+    """`--mode`, checked: one of the metric modes (DataError naming them otherwise)."""
+    from klue.errors import DataError
+    from klue.metrics.report import METRIC_MODES
+
+    if mode not in METRIC_MODES:
+        raise DataError(f"--mode must be one of {', '.join(METRIC_MODES)}, not {mode!r}")
+    return mode
+
+
 def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
     """`["learning_rate=1e-3", "epochs=2"]` -> dict; values are read as YAML scalars (`fp16=true` is a bool,
     an empty value is null). `option` names the flag or argument for the error."""

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from klue.cli._common import parse_key_values, stderr
+from klue.cli._common import metric_mode, parse_key_values, stderr
 from klue.errors import DataError
 
 
@@ -30,10 +30,7 @@ def check_protocol(protocol: str) -> str:
 def resolve_tasks(names: str) -> tuple[str, ...]:
     from klue import registry
 
-    try:
-        return tuple(t.name for t in registry.resolve(names))
-    except registry.UnknownTaskError as error:
-        raise DataError(error.message) from None
+    return tuple(t.name for t in registry.resolve(names))
 
 
 def print_leaderboard(out: Path) -> None:
@@ -72,17 +69,14 @@ def benchmark(
     Then: `klue report OUT -o report.html`.
     """
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
-    from klue.metrics.report import METRIC_MODES
 
-    if mode not in METRIC_MODES:
-        raise DataError(f"--mode takes one of {', '.join(METRIC_MODES)}, not {mode!r}")
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
-                         mode, data_dir, extra_data_dir, tuple(parse_key_values(override or [], '--override').items()))
+                         metric_mode(mode), data_dir, extra_data_dir, tuple(parse_key_values(override or [], '--override').items()))
     summary = run_benchmark(plan, jobs=jobs, console=stderr)
     print_leaderboard(out)
     ran = len(summary.outcomes)
     stderr.print(f"{ran} cells run, {len(summary.skipped)} already done, {len(summary.failed)} failed; "
-                 f"results in {out}. Report: klue report {out} -o {out / 'report.html'}")
+                 f"results in {out}. Report: klue report {out}")
     if summary.failed:
         raise typer.Exit(1)
 

@@ -45,13 +45,13 @@ def validate_command(
     """
     from rich.markup import escape
 
+    from klue.errors import DataError
     from klue.validate import validate_paths
-    from klue.registry import UnknownTaskError
 
     try:
         reports = validate_paths(paths, task)
-    except UnknownTaskError as error:
-        fail(str(error))
+    except DataError as error:  # an unknown --task: exit 2 here too, not only through `main`
+        fail(error.summary())
     if not reports:
         fail("no data files found in " + ", ".join(map(str, paths)))
     if as_json:
@@ -70,8 +70,8 @@ def validate_command(
 
 
 def _file_row(task: Any, entry: Any, root: Path, count: bool) -> dict[str, Any]:
-    from klue.io.hashing import git_blob_sha1
     from klue.errors import ProblemLog
+    from klue.io.hashing import git_blob_sha1
 
     path = root / entry.path
     row: dict[str, Any] = {"task": task.name, "role": entry.role, "path": entry.path, "present": path.is_file(),
@@ -90,8 +90,7 @@ def _file_row(task: Any, entry: Any, root: Path, count: bool) -> dict[str, Any]:
 
 def summarise(data_dir: str | None, extra_data_dir: str | None, count: bool = True) -> dict[str, Any]:
     """Every task's official files and protocols as found under the roots, with what to do about gaps."""
-    from klue import registry
-    from klue import protocols
+    from klue import protocols, registry
     from klue.io.locate import data_root, how_to_get, how_to_get_extra, roots_from
 
     root = data_root(data_dir)

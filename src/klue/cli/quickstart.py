@@ -15,8 +15,7 @@ from klue.cli._common import stderr
 
 def tasks_with_data(roots: Any) -> dict[str, list[str]]:
     """Task name -> the protocols whose files are present under `roots`."""
-    from klue import registry
-    from klue import protocols
+    from klue import protocols, registry
 
     return {t.name: protocols.available(t, roots) for t in registry.all_tasks()}
 
@@ -35,8 +34,8 @@ def ensure_data(data_dir: str | None, extra_data_dir: str | None) -> Any:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
     from klue import registry
-    from klue.io import download
     from klue.errors import DataError
+    from klue.io import download
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                         console=stderr, transient=True)
@@ -71,7 +70,7 @@ def quickstart(
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
     from klue.cli.benchmark import resolve_tasks
     from klue.reporting.aggregate import load_aggregate
-    from klue.reporting.html import write_report
+    from klue.reporting.html import REPORT_FILE, write_report
     from klue.reporting.leaderboard import build_leaderboard, print_rich
 
     start = time.perf_counter()
@@ -82,7 +81,7 @@ def quickstart(
     summary = run_benchmark(plan, jobs=workers, console=stderr)
     agg = load_aggregate(out)
     print_rich(build_leaderboard(agg))
-    report = out / "report.html"
+    report = out / REPORT_FILE
     write_report(agg, report)
     for outcome in summary.failed:
         stderr.print(f"[red]✗[/red] {outcome.spec.task}: {outcome.error}", highlight=False)

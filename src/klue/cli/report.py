@@ -26,10 +26,10 @@ def report(
     The HTML page holds the leaderboard, charts against the paper, confusion matrices, per-type scores,
     learning curves and the provenance of every number; it needs no network.
     """
-    from klue.reporting.aggregate import load_aggregate
-    from klue.reporting.html import write_report
-    from klue.reporting.leaderboard import build_leaderboard, to_markdown
     from klue.io.atomic import write_text_atomic
+    from klue.reporting.aggregate import load_aggregate
+    from klue.reporting.html import REPORT_FILE, write_report
+    from klue.reporting.leaderboard import build_leaderboard, to_markdown
 
     if format not in ("html", "md"):
         raise DataError(f"--format takes html or md, not {format!r}")
@@ -42,7 +42,7 @@ def report(
             write_text_atomic(output, text)
             stderr.print(f"leaderboard written to {output}")
         return
-    target = output or directory / "report.html"
+    target = output or directory / REPORT_FILE
     write_report(agg, target)
     stderr.print(f"report written to {target}")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from klue.cli._common import stderr, stdout
+from klue.cli._common import metric_mode, stderr, stdout
 
 if TYPE_CHECKING:
     from klue.scoring import ScoreResult
@@ -25,40 +25,33 @@ def score_command(
     gold: Annotated[Path, typer.Option("--gold", help="Gold file in the official format (or the format "
                                        "named by --gold-format).", show_default=False)],
     predictions: Annotated[Path, typer.Option("--predictions", help="Prediction file: JSON Lines, one object "
-                                              "per example with its guid (SPEC section 3); also a JSON list in "
+                                              "per example with its guid (docs/tasks.md, \"Prediction files\"); also a JSON list in "
                                               "gold order or a {guid: item} map; .gz accepted.",
                                               show_default=False)],
     mode: Annotated[str, typer.Option("--mode", help="official: reproduce the KLUE baseline metric code, "
                                       "quirks included; corrected: fix the quirks that are bugs "
                                       "(docs/metrics.md).")] = "official",
     relation_list: Annotated[Path | None, typer.Option(
-        "--relation-list", help="RE: the label order that integer labels and `probs` use "
-        "(relation_list.json); default the official order.")] = None,
+        "--relation-list", help="The label order that integer labels and `probs` use, for tasks with a "
+        "label-order file (relation_list.json); default the official order.")] = None,
     gold_format: Annotated[str | None, typer.Option(
-        "--gold-format", help="Read --gold with another reader of the task (e.g. conllu for dp, korquad for "
-        "mrc, kornli for nli); default the official format.")] = None,
+        "--gold-format", help="Read --gold with another reader of the task (`klue tasks` lists each task's "
+        "readers); default the official format.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: task, mode, n_examples, "
                                           "every metric at the top level, breakdowns under their names.")] = False,
 ) -> None:
     """Score PREDICTIONS against GOLD with the official KLUE metrics of TASK (0-100 scale).
 
     Every gold example needs exactly one prediction. Missing, duplicate or unknown guids, labels outside
-    the task's label set, NER tags or DP heads of the wrong length and non-finite numbers are errors
+    the task's label set, tag or head lists of the wrong length and non-finite numbers are errors
     naming the offending guids (exit code 2). Labels in JSON Lines must be names; in the list and map
     shapes an integer label indexes the official label order.
     """
     from klue import registry
-    from klue.errors import DataError
-    from klue.metrics.report import METRIC_MODES
     from klue.scoring import result_to_json, score_files
 
-    if mode not in METRIC_MODES:
-        raise DataError(f"--mode must be one of {', '.join(METRIC_MODES)}, not {mode!r}")
-    try:
-        task = registry.get(task_name)
-    except registry.UnknownTaskError as error:
-        raise DataError(str(error)) from None
-    result = score_files(task, gold, predictions, mode, relation_list, gold_format)
+    task = registry.get(task_name)
+    result = score_files(task, gold, predictions, metric_mode(mode), relation_list, gold_format)
     if result.warnings:
         first = result.warnings[0]
         stderr.print(f"[yellow]{len(result.warnings)} warnings[/yellow] while reading, e.g. {first}",

@@ -32,6 +32,8 @@ def describe(task: Any) -> dict[str, Any]:
         "default_local_protocol": task.default_local_protocol,
         "other_readers": list(task.other_readers),
         "license": task.license,
+        "label": task.label,
+        "package": task.package,
     }
 
 
@@ -46,7 +48,8 @@ def tasks_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print every field of every task as JSON.")] = False,
 ) -> None:
     """List the registered KLUE tasks: official files (v1.1), example counts, label sets, metrics
-    (the first is the key metric) and the protocols each can run under."""
+    (the first is the key metric), the protocols each can run under and the file formats it reads
+    (`--gold-format` / `--input-format`)."""
     from rich.table import Table
 
     from klue import registry
@@ -55,7 +58,7 @@ def tasks_command(
     if as_json:
         print(json.dumps(described, ensure_ascii=False, indent=2))
         return
-    table = Table("task", "title", "official files", "train / dev", "labels", "metrics", "protocols")
+    table = Table("task", "title", "official files", "train / dev", "labels", "metrics", "protocols", "readers")
     for column in table.columns:
         column.overflow = "fold"
     for entry in described:
@@ -63,6 +66,7 @@ def tasks_command(
         sizes = " / ".join(f"{entry['sizes'][k]:,}" for k in ("train", "dev") if k in entry["sizes"])
         protocols = "\n".join(f"{p} (default local)" if p == entry["default_local_protocol"] else p
                               for p in entry["protocols"])
+        readers = "\n".join(["official", *entry["other_readers"]])
         table.add_row(entry["name"], entry["title"], files, sizes, _labels(entry["labels"]),
-                      ", ".join(entry["metrics"]), protocols)
+                      ", ".join(entry["metrics"]), protocols, readers)
     Console().print(table)  # made per call so it follows the terminal width (COLUMNS) of this run

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from klue.cli._common import parse_key_values, stderr, stdout
+from klue.cli._common import metric_mode, parse_key_values, stderr, stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -63,16 +63,10 @@ def train_command(
     from klue.io.locate import roots_from
     from klue.protocols import resolve
     from klue.results import RESULTS_FILE
-    from klue.errors import DataError
-    from klue.metrics.report import METRIC_MODES
     from klue.training.run import run
 
-    if mode not in METRIC_MODES:
-        raise DataError(f"--mode must be one of {', '.join(METRIC_MODES)}, not {mode!r}")
-    try:
-        task = registry.get(task_name)
-    except registry.UnknownTaskError as error:
-        raise DataError(str(error)) from None
+    mode = metric_mode(mode)
+    task = registry.get(task_name)
     values = parse_key_values(list(overrides or []), "an override")
     data = resolve(task, protocol, roots_from(data_dir, extra_data_dir))
     out = output or _default_output(task.name, model, protocol, seed)
@@ -114,10 +108,7 @@ def predict_command(
     from klue.predictions import write_predictions
     from klue.training.run import predict
 
-    try:
-        task = registry.get(task_name)
-    except registry.UnknownTaskError as error:
-        raise DataError(str(error)) from None
+    task = registry.get(task_name)
     if input_format is not None and input_format not in task.other_readers:
         known = ", ".join(task.other_readers) or "none"
         raise DataError(f"--input-format {input_format!r}: {task.name} readers are {known}")

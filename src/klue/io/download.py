@@ -33,6 +33,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from rich.progress import Progress, TaskID
 
+from klue.io.atomic import temp_path_beside
 from klue.io.hashing import git_blob_sha1, sha256_file
 from klue.io.release import ArchiveFile, FileRole, OfficialFile
 
@@ -367,17 +368,6 @@ def _remove_empty(directories: list[Path]) -> None:
             return
 
 
-def _create_temp_file(final: Path) -> tuple[int, Path]:
-    """A new hidden file beside `final`. Unlike mkstemp (mode 0600) it gets the umask's usual mode, so
-    the renamed file is readable like any other the user writes."""
-    while True:
-        tmp = final.parent / f".{final.name}.{secrets.token_hex(6)}.part"
-        try:
-            return os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_BINARY", 0), 0o666), tmp
-        except FileExistsError:
-            continue
-
-
 def _create_temp_dir(parent: Path, prefix: str) -> Path:
     """A new hidden directory in `parent` with the umask's usual mode (mkdtemp would give 0700)."""
     while True:
@@ -424,7 +414,7 @@ def place_file(
         return FileOutcome(wanted.task, wanted.path, "missing", None, f"not in {from_dir}")
 
     created = _make_dirs(final.parent)
-    fd, tmp = _create_temp_file(final)
+    fd, tmp = temp_path_beside(final, ".part")  # the umask's mode, not mkstemp's 0600
     placed = False
     progress_id = None
     if progress is not None:

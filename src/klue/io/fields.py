@@ -7,12 +7,14 @@ problem of a file. Prediction lines use the same reads with `paths=False` (probl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from klue.errors import ProblemLog
-from klue.io.text import load_json
+from klue.io.text import check_unique_guids, load_json
+
+RecordT = TypeVar("RecordT")
 
 
 def describe(value: Any) -> str:
@@ -158,11 +160,15 @@ class Fields:
         return [Fields(v, item_path(self.at(key), i), self.log, paths=self.paths, parent=parent, prefix=self.prefix)
                 for i, v in enumerate(values)]
 
+    def warn(self, message: str) -> None:
+        """A warning at this object's place (prefixed like its errors)."""
+        self.log.warning(self.location, self.prefix + message)
+
     def warn_unknown(self, known: frozenset[str] | set[str]) -> None:
         """Fields the official format does not have are not kept: say so once per object."""
         extra = sorted(k for k in self.data if k not in known)
         if extra:
-            self.log.warning(self.location, self.prefix + f"unknown fields ignored: {', '.join(extra)}")
+            self.warn(f"unknown fields ignored: {', '.join(extra)}")
 
 
 def load_json_list(path: Path, log: ProblemLog, what: str) -> list[Any] | None:
@@ -177,6 +183,22 @@ def load_json_list(path: Path, log: ProblemLog, what: str) -> list[Any] | None:
         log.error(location="$", message=f"the file holds no {what} (an empty list)")
         return None
     return data
+
+
+def read_json_objects(path: Path, log: ProblemLog, what: str,
+                      build: Callable[[Fields], RecordT | None]) -> list[RecordT]:
+    """The records of a JSON file holding a non-empty list of objects (of `what`): `build` makes one from
+    each object's `Fields` at `$[i]`, or None for a bad object (its problems logged); guids are unique."""
+    items = load_json_list(path, log, what)
+    if items is None:
+        return []
+    records = []
+    for index, item in enumerate(items):
+        record = build(Fields(item, item_path("$", index), log))
+        if record is not None:
+            records.append(record)
+    check_unique_guids(guid_locations(items), log)
+    return records
 
 
 def guid_locations(items: Sequence[Any], key: str = "guid") -> list[tuple[str, str]]:

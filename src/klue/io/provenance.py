@@ -11,6 +11,7 @@ from pathlib import Path
 
 from klue.io.hashing import git_blob_sha1
 
+
 @dataclass(frozen=True)
 class DataSource:
     """A file a run read: its path, git blob id and how many examples it gave."""

@@ -1,8 +1,8 @@
 """Stable hash splits: a key's place in [0, 1) comes from sha1 of its UTF-8 bytes.
 
 Never Python's `hash()` (salted per process) and never a seed: the same key lands on the same side of
-a split on every machine and in every run, so local protocols are reproducible and groups (an NLI
-premise, an MRC context, a WoS dialogue) never straddle a split.
+a split on every machine and in every run, so local protocols are reproducible and groups (the records
+that share a group key) never straddle a split.
 """
 
 from __future__ import annotations

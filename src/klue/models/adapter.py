@@ -93,7 +93,7 @@ class Adapter(ABC):
         return self.task.prediction_to_json(self.task.gold_prediction(record))
 
     def prediction(self, obj: dict[str, Any]) -> Any:
-        """A prediction object from its SPEC JSON form, checked by the task's own parser."""
+        """A prediction object from its prediction-file JSON form, checked by the task's own parser."""
         log = ProblemLog(f"{self.task.name} decoder")
         parsed = self.task.parse_prediction(obj, log, obj.get("guid", ""))
         log.raise_if_errors()

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from klue.models.heads import IGNORE_INDEX
 from klue.models.features import Feature
+from klue.models.heads import IGNORE_INDEX
 
 
 def pad_ids(rows: Sequence[Sequence[int]], value: int, length: int | None = None) -> torch.Tensor:

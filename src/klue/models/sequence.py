@@ -17,8 +17,8 @@ from klue.models.heads import HeadSpec
 
 
 class SequenceAdapter(Adapter):
-    """`text_a` (and `text_b`) give a record's input text(s). Classification predicts the SPEC field
-    `label` over `task.labels`; regression predicts the SPEC field `score`."""
+    """`text_a` (and `text_b`) give a record's input text(s). Classification predicts the prediction-file field
+    `label` over `task.labels`; regression predicts the field `score` (docs/tasks.md, "Prediction files")."""
 
     def __init__(self, task: TaskView, text_a: Callable[[Any], str],
                  text_b: Callable[[Any], str] | None = None, regression: bool = False) -> None:

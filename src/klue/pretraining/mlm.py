@@ -29,6 +29,7 @@ from typing import Any, Literal
 from klue.errors import DataError
 from klue.pretraining.corpus import read_corpus
 from klue.pretraining.morphemes import MorphemeSplitter
+from klue.pretraining.tokenizer import SPEC_FILE as TOKENIZER_CARD
 
 WholeWord = Literal["none", "word", "morpheme"]
 Arch = Literal["bert", "roberta"]
@@ -269,8 +270,8 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
     from accelerate.utils import set_seed
     from transformers import AutoModelForMaskedLM, get_linear_schedule_with_warmup
 
-    from klue.models.loading import load_tokenizer
     from klue.io.atomic import write_json_atomic
+    from klue.models.loading import load_tokenizer
     from klue.training.engine import optimizer_groups
 
     out = Path(settings.out)
@@ -378,7 +379,7 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
         unwrapped = accelerator.unwrap_model(model)
         unwrapped.save_pretrained(str(out), safe_serialization=True)
         tokenizer.save_pretrained(str(out))
-        card = Path(settings.tokenizer) / "klue_tokenizer.json"
+        card = Path(settings.tokenizer) / TOKENIZER_CARD
         if card.is_file():
             shutil.copyfile(card, out / card.name)
         write_json_atomic(out / SUMMARY_FILE, {

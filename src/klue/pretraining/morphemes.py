@@ -9,7 +9,7 @@ another token's span ("다녔다": 다니 covers "다녔" and 었 covers "녔", 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,10 +45,6 @@ class MorphemeSplitter:
     def cuts(self, text: str) -> list[int]:
         """Morpheme cut points inside the words of `text` (never at a space)."""
         return cut_points(text, ((s, e) for s, e, _, _ in self.spans(text)))
-
-    def iter_cuts(self, texts: Iterable[str]) -> Iterator[list[int]]:
-        for text in texts:
-            yield self.cuts(text)
 
     def segments(self, text: str) -> list[tuple[int, int]]:
         """The non-space pieces of `text` after cutting at whitespace and at morpheme cut points."""

@@ -369,17 +369,6 @@ def save_tokenizer(tokenizer: Any, spec: TokenizerSpec, out: Path, extra: dict[s
     return out
 
 
-def read_spec(directory: Path) -> TokenizerSpec | None:
-    """The spec a `klue pretrain tokenizer` directory was trained with (None for other tokenizers)."""
-    path = Path(directory) / SPEC_FILE
-    if not path.is_file():
-        return None
-    card = json.loads(path.read_text(encoding="utf-8"))
-    fields = {k: card[k] for k in ("algorithm", "pretokenize", "vocab_size", "style", "min_frequency",
-                                   "model_max_length") if k in card}
-    return TokenizerSpec(**fields)
-
-
 def token_surface(token: str, spec: TokenizerSpec) -> str:
     """The characters of the (normalised) text a vocabulary piece stands for."""
     if spec.continuation:

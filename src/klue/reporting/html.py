@@ -9,8 +9,8 @@ library versions, git revision). Nothing is fetched from a network.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from klue.reporting.leaderboard import (
 )
 from klue.results import Results
 
+REPORT_FILE = "report.html"  # the report's name in a benchmark directory
 _CURVE_SKIP = frozenset({"learning_rate", "lr", "grad_norm", "examples_per_s"})  # not scores
 
 

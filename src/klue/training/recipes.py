@@ -56,8 +56,8 @@ class Hyperparameters:
     deterministic: bool = False  # torch.use_deterministic_algorithms (slower on GPU)
     size: str | None = None  # "base" / "large" recipe block; None: from the model config
     progress: bool = True  # rich progress bar on stderr (main process only)
-    # Task-specific head settings, given as `head.<name>=value` (RE: head.pooling, head.markers; DP:
-    # head.pos, head.decoding; MRC: head.null_threshold); the task's adapter checks them.
+    # Task-specific head settings, given as `head.<name>=value`; the task's adapter documents and checks them
+    # (an unknown one is refused with the list of known ones).
     head_options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

@@ -49,7 +49,13 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
     it to interrupt a run)."""
     from accelerate.utils import set_seed
 
-    from klue.models.loading import ModelCard, fit_embeddings, load_encoder, load_finetuned, uses_token_type_ids
+    from klue.models.loading import (
+        ModelCard,
+        fit_embeddings,
+        load_encoder,
+        load_finetuned,
+        uses_token_type_ids,
+    )
     from klue.training.engine import BEST_DIR, Engine, make_accelerator
 
     wall_start = time.perf_counter()

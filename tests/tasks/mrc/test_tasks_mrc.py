@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from klue import protocols
-from klue import registry
-from klue.io.splits import hash_fraction
+from klue import protocols, registry
 from klue.errors import ProblemLog
+from klue.io.locate import DataRoots
+from klue.io.splits import hash_fraction
 from klue.tasks.mrc import TASK
 from klue.tasks.mrc import records as mrc
-from klue.io.locate import DataRoots
 
 CONTEXT = "1989년 2월 15일 여의도 농민 폭력 시위를 주도한 혐의로 지명수배되었다."
 

@@ -10,8 +10,8 @@ import pytest
 
 from klue import registry
 from klue.errors import ProblemLog
-from klue.tasks.ner.adapter import char_owners, keep_ranges, window_starts
 from klue.models.features import FeaturizeContext
+from klue.tasks.ner.adapter import char_owners, keep_ranges, window_starts
 
 # Vocabulary sizes where these tokenizers still mostly keep entity boundaries between tokens; larger
 # vocabularies without morpheme-aware pre-tokenization merge entities with particles (see RESULTS.md).

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from klue import protocols
-from klue import registry
-from klue.io.splits import hash_fraction
+from klue import protocols, registry
 from klue.errors import DataError, ProblemLog
+from klue.io.locate import DataRoots
+from klue.io.splits import hash_fraction
 from klue.tasks.nli import TASK
 from klue.tasks.nli import records as nli
-from klue.io.locate import DataRoots
 
 
 def pair(i: int, **changes: Any) -> dict[str, Any]:

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from klue import protocols
-from klue import registry
+from klue import protocols, registry
 from klue.errors import ProblemLog
+from klue.io.locate import DataRoots
 from klue.tasks.re import TASK
 from klue.tasks.re import records as re_task
-from klue.io.locate import DataRoots
 
 SENTENCE = "와이즈유(영산대학교, 총장 부구욱) 조리예술학부는 봉사활동을 진행했다."
 

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from klue import protocols
-from klue import registry
+from klue import protocols, registry
 from klue.errors import DataError, ProblemLog
+from klue.io.locate import DataRoots
 from klue.tasks.sts import TASK
 from klue.tasks.sts import records as sts
-from klue.io.locate import DataRoots
 
 
 def pair(i: int, score: float = 3.5, **changes: Any) -> dict[str, Any]:

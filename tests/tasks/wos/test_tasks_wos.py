@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from klue import protocols
-from klue import registry
+from klue import protocols, registry
 from klue.errors import ProblemLog
+from klue.io.locate import DataRoots
 from klue.tasks.wos import TASK
 from klue.tasks.wos import records as wos
-from klue.io.locate import DataRoots
 
 
 def dialogue(guid: str = "wos-v1_dev_00000", **changes: Any) -> dict[str, Any]:

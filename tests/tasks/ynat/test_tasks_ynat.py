@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from klue import protocols
-from klue import registry
+from klue import protocols, registry
 from klue.errors import ProblemLog
+from klue.io.locate import DataRoots
 from klue.tasks.ynat import TASK
 from klue.tasks.ynat import records as ynat
-from klue.io.locate import DataRoots
 
 
 def headline(i: int, label: str = "사회", **changes: Any) -> dict[str, Any]:

@@ -25,13 +25,13 @@ import torch
 from torch import nn
 
 from klue.errors import DataError
+from klue.models.adapter import Adapter, check_head_options
 from klue.models.biaffine import KIND, BiaffineDependencyHead, DependencyOutput
+from klue.models.collate import collate_features, pad_ids
+from klue.models.features import Feature, FeaturizeContext, SpecialTokens
 from klue.models.heads import IGNORE_INDEX, HeadSpec
 from klue.models.mst import mst_decode
 from klue.tasks.base import Task
-from klue.models.adapter import Adapter, check_head_options
-from klue.models.collate import collate_features, pad_ids
-from klue.models.features import Feature, FeaturizeContext, SpecialTokens
 
 HEAD_OPTIONS: dict[str, tuple[str, ...]] = {"pos": ("gold", "kiwi", "none"), "decoding": ("mst", "greedy")}
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from klue.models.mst import mst_decode
+
 from .records import DpPrediction, DpRecord
 
 # Tags that end a word without carrying its grammar: sentence-final and other punctuation, symbols.

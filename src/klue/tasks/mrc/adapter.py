@@ -23,11 +23,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from klue.models.heads import HeadOutput, HeadSpec, SpanHead
-from klue.tasks.base import Task
 from klue.models.adapter import Adapter, check_head_options
 from klue.models.collate import collate_features
 from klue.models.features import Feature, FeaturizeContext
+from klue.models.heads import HeadOutput, HeadSpec, SpanHead
+from klue.tasks.base import Task
 
 KIND = "span_extraction"
 N_BEST = 20

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from klue.text.features import CONTENT_TAGS, Morpheme, analyse, log_bin
+
 from .records import MrcPrediction, MrcRecord
 
 _WORD = re.compile(r"\S+")

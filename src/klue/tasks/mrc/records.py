@@ -11,7 +11,7 @@ article fields; local splits group by context so no paragraph's questions stradd
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -19,8 +19,9 @@ from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, describe, item_path, prediction_fields
+from klue.io.fields import Fields, describe, item_path
 from klue.io.text import check_unique_guids, load_json
+from klue.tasks.kinds import prediction_parser, present
 
 QUESTION_TYPES: tuple[int, ...] = (1, 2, 3)  # paraphrase, multi-sentence reasoning, unanswerable
 UNANSWERABLE = 3
@@ -225,15 +226,8 @@ def to_json(records: Sequence[MrcRecord], version: str | None = None) -> dict[st
     return out
 
 
-def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> MrcPrediction | None:
-    """`answer` a string, "" for no answer."""
-    fields = prediction_fields(obj, log, location)
-    if fields is None:
-        return None
-    answer = fields.str("answer")
-    if not fields.ok or answer is None:
-        return None
-    return MrcPrediction(obj["guid"], answer)
+# `answer` a string, "" for no answer.
+parse_prediction = prediction_parser(MrcPrediction, lambda fields: present(fields.str("answer")))
 
 
 def gold_prediction(record: MrcRecord) -> MrcPrediction:

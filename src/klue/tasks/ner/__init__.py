@@ -13,7 +13,15 @@ from klue.metrics import ner as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
 
-from .records import TAGS, NerPrediction, NerRecord, gold_prediction, nonspace_prediction, parse_prediction, read
+from .records import (
+    TAGS,
+    NerPrediction,
+    NerRecord,
+    gold_prediction,
+    nonspace_prediction,
+    parse_prediction,
+    read,
+)
 
 
 def score(golds: Sequence[NerRecord], preds: Sequence[NerPrediction], mode: MetricMode) -> MetricReport:

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from klue.models.heads import IGNORE_INDEX, HeadOutput, HeadSpec
-from klue.tasks.base import Task
 from klue.models.adapter import Adapter, check_head_options
 from klue.models.features import Feature, FeaturizeContext, SpecialTokens
+from klue.models.heads import IGNORE_INDEX, HeadOutput, HeadSpec
+from klue.tasks.base import Task
 
 SPACE = " "
 OUTSIDE = "O"

@@ -5,11 +5,10 @@ Each dev premise appears in exactly three pairs, one per label, so local splits 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from klue.metrics import nli as metric
-from klue.metrics.report import MetricMode, MetricReport, spec_map
+from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import label_score
 
 from .records import (
     LABELS,
@@ -22,15 +21,10 @@ from .records import (
     read_kornli,
 )
 
-
-def score(golds: Sequence[NliRecord], preds: Sequence[NliPrediction], mode: MetricMode) -> MetricReport:
-    return metric.compute([g.gold_label for g in golds], [p.label for p in preds], LABELS, mode=mode)
-
-
 TASK: Task[NliRecord, NliPrediction] = declare(
     __name__, labels=LABELS, metric_specs=spec_map(metric.SPECS), record_type=NliRecord,
     prediction_type=NliPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, group_key=lambda r: r.premise,
+    parse_prediction=parse_prediction, score=label_score(metric.compute, LABELS), group_key=lambda r: r.premise,
     other_readers={"kornli": read_kornli}, from_hf=from_hf, adapter=".adapter:make_adapter",
     baseline=".baseline:make_baseline",
 )

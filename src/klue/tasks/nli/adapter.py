@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from klue.tasks.base import Task
 from klue.models.sequence import SequenceAdapter
+from klue.tasks.base import Task
 
 
 def make_adapter(task: Task[Any, Any]) -> SequenceAdapter:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from klue.text.features import CONTENT_TAGS, NEGATION_FORMS, Morpheme, analyse, char_ngrams, containment
+
 from .records import NliPrediction, NliRecord
 
 _NEW_CONTENT_TAGS = ("NNG", "NNP", "VV", "VA", "MAG", "SN", "MM", "NNB", "XR")

@@ -15,7 +15,7 @@ from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, guid_locations, item_path, load_json_list
+from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
 from klue.tasks.kinds import label_parser, one_of
@@ -59,13 +59,9 @@ def _label_field(fields: Fields, key: str) -> str | None:
 
 def read(path: Path, log: ProblemLog) -> list[NliRecord]:
     """Read an official KLUE-NLI JSON file; every problem goes to `log` with its JSON path."""
-    items = load_json_list(path, log, "NLI pairs")
-    if items is None:
-        return []
-    records: list[NliRecord] = []
-    locations: list[str] = []
-    for index, item in enumerate(items):
-        fields = Fields(item, item_path("$", index), log)
+    locations: list[str] = []  # of the records kept, for the duplicate-pair warnings
+
+    def record(fields: Fields) -> NliRecord | None:
         guid = fields.str("guid", nonempty=True)
         source = fields.str("source")
         premise = fields.str("premise", nonempty=True)
@@ -75,13 +71,13 @@ def read(path: Path, log: ProblemLog) -> list[NliRecord]:
         validators = tuple(_label_field(fields, key) for key in VALIDATOR_FIELDS)
         fields.warn_unknown(_FIELDS)
         if not fields.ok:
-            continue
+            return None
         assert guid is not None and source is not None and premise is not None and hypothesis is not None
         assert gold is not None and author is not None
-        records.append(NliRecord(guid, source, premise, hypothesis, gold, author,
-                                 validators))  # type: ignore[arg-type]
         locations.append(fields.location)
-    check_unique_guids(guid_locations(items), log)
+        return NliRecord(guid, source, premise, hypothesis, gold, author, validators)  # type: ignore[arg-type]
+
+    records = read_json_objects(path, log, "NLI pairs", record)
     warn_duplicate_pairs(records, log, locations)
     return records
 

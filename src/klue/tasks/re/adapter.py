@@ -20,14 +20,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from klue.models.heads import EntityPairHead, HeadOutput, HeadSpec
-from klue.tasks.base import Task
 from klue.models.adapter import Adapter, check_head_options
 from klue.models.collate import collate_features
 from klue.models.features import Feature, FeaturizeContext, SpecialTokens
+from klue.models.heads import EntityPairHead, HeadOutput, HeadSpec
+from klue.tasks.base import Task
 
 from .records import ENTITY_TYPES
-
 
 HEAD_OPTIONS: dict[str, tuple[str, ...]] = {"pooling": ("entity_start", "cls"), "markers": ("plain", "typed")}
 KIND = "entity_pair_classification"

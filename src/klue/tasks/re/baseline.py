@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from klue.text.features import log_bin
+
 from .records import RELATIONS, Entity, RePrediction, ReRecord
 
 _WINDOW = 10  # characters of context on each side of the entity pair

@@ -9,17 +9,17 @@ type}, object_entity: {...}, label, source}`; offsets are inclusive character in
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, describe, guid_locations, item_path, load_json_list, prediction_fields
+from klue.io.fields import Fields, describe, item_path, read_json_objects
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
 from klue.metrics.re import NO_RELATION
+from klue.tasks.kinds import prediction_parser, present
 
 RELATIONS: tuple[str, ...] = (
     NO_RELATION, "org:dissolved", "org:founded", "org:place_of_headquarters", "org:alternate_names",
@@ -124,13 +124,11 @@ def relations_for(path: Path, log: ProblemLog) -> tuple[str, ...]:
 def read(path: Path, log: ProblemLog) -> list[ReRecord]:
     """Read an official KLUE-RE JSON file (labels checked against the relation list beside it, else the
     official list); every problem goes to `log` with its JSON path."""
-    items = load_json_list(path, log, "RE examples")
-    if items is None:
-        return []
-    relations = frozenset(relations_for(path, log))
-    records: list[ReRecord] = []
-    for index, item in enumerate(items):
-        fields = Fields(item, item_path("$", index), log)
+    relations: list[frozenset[str]] = []  # read at the first object, once the file is known to be a list
+
+    def record(fields: Fields) -> ReRecord | None:
+        if not relations:
+            relations.append(frozenset(relations_for(path, log)))
         guid = fields.str("guid", nonempty=True)
         sentence = fields.str("sentence", nonempty=True)
         subject_fields = fields.obj("subject_entity")
@@ -138,17 +136,17 @@ def read(path: Path, log: ProblemLog) -> list[ReRecord]:
         subject = entity_from(subject_fields, sentence) if subject_fields is not None else None
         obj = entity_from(object_fields, sentence) if object_fields is not None else None
         label = fields.str("label")
-        if label is not None and label not in relations:
+        if label is not None and label not in relations[0]:
             fields.fail(fields.at("label"), f"unknown relation {label!r} (not in {RELATION_LIST_FILE})")
         source = fields.str("source")
         fields.warn_unknown(_FIELDS)
         if not fields.ok:
-            continue
+            return None
         assert guid is not None and sentence is not None and subject is not None and obj is not None
         assert label is not None and source is not None
-        records.append(ReRecord(guid, sentence, subject, obj, label, source))
-    check_unique_guids(guid_locations(items), log)
-    return records
+        return ReRecord(guid, sentence, subject, obj, label, source)
+
+    return read_json_objects(path, log, "RE examples", record)
 
 
 def _entity_json(entity: Entity) -> dict[str, Any]:
@@ -160,25 +158,25 @@ def to_json(record: ReRecord) -> dict[str, Any]:
             "object_entity": _entity_json(record.object_entity), "label": record.label, "source": record.source}
 
 
-def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> RePrediction | None:
+def _predicted_relation(fields: Fields) -> tuple[str, tuple[float, ...]] | None:
     """`label` a relation name; `probs` 30 finite numbers in relation_list.json order."""
-    fields = prediction_fields(obj, log, location)
-    if fields is None:
-        return None
     label = fields.str("label")
     if label is not None and label not in RELATIONS:
-        fields.fail(location, f"unknown relation {label!r}")
+        fields.fail(fields.location, f"unknown relation {label!r}")
     probs = fields.list("probs")
     if probs is not None:
         bad = [p for p in probs if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p)]
         if bad:
-            fields.fail(location, f"`probs` must hold finite numbers only, found {describe(bad[0])}")
+            fields.fail(fields.location, f"`probs` must hold finite numbers only, found {describe(bad[0])}")
         elif len(probs) != len(RELATIONS):
-            fields.fail(location, f"`probs` must hold {len(RELATIONS)} numbers (one per relation, in "
+            fields.fail(fields.location, f"`probs` must hold {len(RELATIONS)} numbers (one per relation, in "
                         f"{RELATION_LIST_FILE} order), found {len(probs)}")
-    if not fields.ok or label is None or probs is None:
+    if not fields.ok or probs is None:
         return None
-    return RePrediction(obj["guid"], label, tuple(float(p) for p in probs))
+    return present(label, tuple(float(p) for p in probs))
+
+
+parse_prediction = prediction_parser(RePrediction, _predicted_relation)
 
 
 def gold_prediction(record: ReRecord) -> RePrediction:

@@ -25,6 +25,7 @@ from klue.text.features import (
     dice,
     jaccard,
 )
+
 from .records import MAX_SCORE, MIN_SCORE, StsPrediction, StsRecord
 
 # TF-IDF views whose cosine similarity is a feature: (analyzer, n-gram range).

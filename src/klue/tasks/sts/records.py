@@ -8,17 +8,17 @@ decimal and `binary-label` is `real-label >= 3`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, guid_locations, item_path, load_json_list, prediction_fields
+from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
 from klue.metrics.sts import THRESHOLD as BINARY_THRESHOLD
+from klue.tasks.kinds import prediction_parser, present
 
 MIN_SCORE = 0.0
 MAX_SCORE = 5.0
@@ -88,40 +88,36 @@ def _annotations(fields: Fields) -> StsAnnotations | None:
     return StsAnnotations(agreement, annotators, tuple(scores))
 
 
+def _record(fields: Fields) -> StsRecord | None:
+    guid = fields.str("guid", nonempty=True)
+    source = fields.str("source")
+    sentence1 = fields.str("sentence1", nonempty=True)
+    sentence2 = fields.str("sentence2", nonempty=True)
+    labels = fields.obj("labels")
+    label = real = binary = None
+    if labels is not None:
+        label = _score(labels, "label")
+        real = _score(labels, "real-label")
+        binary = labels.int("binary-label")
+        if binary is not None and binary not in (0, 1):
+            labels.fail(labels.at("binary-label"), f"`binary-label` must be 0 or 1, found {binary}")
+        elif binary is not None and real is not None and binary != int(real >= BINARY_THRESHOLD):
+            labels.log.warning(labels.at("binary-label"), f"`binary-label` {binary} disagrees with real-label "
+                               f"{real} (expected real-label >= {BINARY_THRESHOLD})")
+        labels.warn_unknown(_LABEL_FIELDS)
+    annotations_fields = fields.obj("annotations")
+    annotations = _annotations(annotations_fields) if annotations_fields is not None else None
+    fields.warn_unknown(_FIELDS)
+    if not fields.ok:
+        return None
+    assert guid is not None and source is not None and sentence1 is not None and sentence2 is not None
+    assert label is not None and real is not None and binary is not None
+    return StsRecord(guid, source, sentence1, sentence2, label, real, binary, annotations)
+
+
 def read(path: Path, log: ProblemLog) -> list[StsRecord]:
     """Read an official KLUE-STS JSON file; every problem goes to `log` with its JSON path."""
-    items = load_json_list(path, log, "STS pairs")
-    if items is None:
-        return []
-    records: list[StsRecord] = []
-    for index, item in enumerate(items):
-        fields = Fields(item, item_path("$", index), log)
-        guid = fields.str("guid", nonempty=True)
-        source = fields.str("source")
-        sentence1 = fields.str("sentence1", nonempty=True)
-        sentence2 = fields.str("sentence2", nonempty=True)
-        labels = fields.obj("labels")
-        label = real = binary = None
-        if labels is not None:
-            label = _score(labels, "label")
-            real = _score(labels, "real-label")
-            binary = labels.int("binary-label")
-            if binary is not None and binary not in (0, 1):
-                labels.fail(labels.at("binary-label"), f"`binary-label` must be 0 or 1, found {binary}")
-            elif binary is not None and real is not None and binary != int(real >= BINARY_THRESHOLD):
-                log.warning(labels.at("binary-label"), f"`binary-label` {binary} disagrees with real-label "
-                            f"{real} (expected real-label >= {BINARY_THRESHOLD})")
-            labels.warn_unknown(_LABEL_FIELDS)
-        annotations_fields = fields.obj("annotations")
-        annotations = _annotations(annotations_fields) if annotations_fields is not None else None
-        fields.warn_unknown(_FIELDS)
-        if not fields.ok:
-            continue
-        assert guid is not None and source is not None and sentence1 is not None and sentence2 is not None
-        assert label is not None and real is not None and binary is not None
-        records.append(StsRecord(guid, source, sentence1, sentence2, label, real, binary, annotations))
-    check_unique_guids(guid_locations(items), log)
-    return records
+    return read_json_objects(path, log, "STS pairs", _record)
 
 
 def to_json(record: StsRecord) -> dict[str, Any]:
@@ -138,18 +134,16 @@ def to_json(record: StsRecord) -> dict[str, Any]:
     return out
 
 
-def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> StsPrediction | None:
+def _predicted_score(fields: Fields) -> tuple[float] | None:
     """A predicted score must be a finite number; values outside 0-5 are accepted (a regressor may
     overshoot and Pearson r does not care), but flagged as a warning."""
-    fields = prediction_fields(obj, log, location)
-    if fields is None:
-        return None
     score = fields.number("score")
-    if not fields.ok or score is None:
-        return None
-    if not MIN_SCORE <= score <= MAX_SCORE:
-        log.warning(location, f"{obj['guid']}: predicted score {score!r} is outside 0-5")
-    return StsPrediction(obj["guid"], score)
+    if score is not None and not MIN_SCORE <= score <= MAX_SCORE:
+        fields.warn(f"predicted score {score!r} is outside 0-5")
+    return present(score)
+
+
+parse_prediction = prediction_parser(StsPrediction, _predicted_score)
 
 
 def gold_prediction(record: StsRecord) -> StsPrediction:

@@ -30,10 +30,14 @@ import torch
 from torch import nn
 
 from klue.errors import DataError
+from klue.io.locate import DataRoots
+from klue.models.adapter import Adapter, check_head_options
+from klue.models.collate import collate_features, pad_ids
+from klue.models.features import Feature, FeaturizeContext
 from klue.models.heads import IGNORE_INDEX, HeadOutput, HeadSpec
 from klue.models.trade import GATES, KIND, PTR, TradeHead
-from klue.io.locate import DataRoots
 from klue.tasks.base import Task
+
 from . import ontology
 from .records import (
     SPECIAL_VALUES,
@@ -42,9 +46,6 @@ from .records import (
     split_state_item,
     squash,
 )
-from klue.models.adapter import Adapter, check_head_options
-from klue.models.collate import collate_features, pad_ids
-from klue.models.features import Feature, FeaturizeContext
 
 HEAD_OPTIONS: dict[str, tuple[Any, ...]] = {"carry_state": ("truncated", "always", "never")}
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from klue.errors import DataError
 from klue.io.locate import DataRoots
+
 from . import ontology
 from .records import (
     SPECIAL_VALUES,

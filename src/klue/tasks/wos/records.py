@@ -14,16 +14,17 @@ examples and `dialogues_of` collects them back.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError, ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, describe, guid_locations, item_path, load_json_list, prediction_fields
+from klue.io.fields import Fields, describe, guid_locations, item_path, load_json_list
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
+from klue.tasks.kinds import prediction_parser, present
 
 ROLES: tuple[str, ...] = ("user", "sys")
 ONTOLOGY_FILE = "ontology.json"
@@ -302,21 +303,20 @@ def to_json(dialogue: WosDialogue) -> dict[str, Any]:
     return {"guid": dialogue.guid, "domains": list(dialogue.domains), "dialogue": turns}
 
 
-def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> WosPrediction | None:
+def _predicted_state(fields: Fields) -> tuple[tuple[str, ...]] | None:
     """`state` a list of strings. Items that are not `domain-slot-value` over the official slots are
     warnings, not errors: the metric scores them as ordinary false positives."""
-    fields = prediction_fields(obj, log, location)
-    if fields is None:
-        return None
     state = fields.str_list("state")
-    if not fields.ok or state is None:
-        return None
-    slots = frozenset(DEFAULT_SLOTS)
-    problems = [p for p in (state_problem(item, slots) for item in state) if p is not None]
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        log.warning(location, f"{obj['guid']}: {problems[0]}{more}; scored as false positives")
-    return WosPrediction(obj["guid"], state)
+    if state is not None:
+        slots = frozenset(DEFAULT_SLOTS)
+        problems = [p for p in (state_problem(item, slots) for item in state) if p is not None]
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            fields.warn(f"{problems[0]}{more}; scored as false positives")
+    return present(state)
+
+
+parse_prediction = prediction_parser(WosPrediction, _predicted_state)
 
 
 def gold_prediction(record: WosTurn) -> WosPrediction:

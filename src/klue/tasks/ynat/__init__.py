@@ -6,11 +6,10 @@ Other tools order the labels differently (the Hugging Face copy: IT과학, 경�
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from klue.metrics import ynat as metric
-from klue.metrics.report import MetricMode, MetricReport, spec_map
+from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import label_score
 
 from .records import (
     LABELS,
@@ -23,14 +22,9 @@ from .records import (
     read_resplit,
 )
 
-
-def score(golds: Sequence[YnatRecord], preds: Sequence[YnatPrediction], mode: MetricMode) -> MetricReport:
-    return metric.compute([g.label for g in golds], [p.label for p in preds], LABELS, mode=mode)
-
-
 TASK: Task[YnatRecord, YnatPrediction] = declare(
     __name__, labels=LABELS, metric_specs=spec_map(metric.SPECS), record_type=YnatRecord,
     prediction_type=YnatPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, other_readers={"ynat-resplit": read_resplit},
+    parse_prediction=parse_prediction, score=label_score(metric.compute, LABELS), other_readers={"ynat-resplit": read_resplit},
     from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, guid_locations, item_path, load_json_list
+from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.tasks.kinds import label_parser, one_of
 
@@ -83,29 +83,25 @@ def _annotations(fields: Fields) -> YnatAnnotations | None:
     return YnatAnnotations(annotators, tuple(scopes))
 
 
+def _record(fields: Fields) -> YnatRecord | None:
+    guid = fields.str("guid", nonempty=True)
+    title = fields.str("title", nonempty=True)
+    category = fields.str("predefined_news_category")
+    label = label_field(fields, "label")
+    annotation_fields = fields.obj("annotations")
+    annotations = _annotations(annotation_fields) if annotation_fields is not None else None
+    url = fields.str("url")
+    date = fields.str("date")
+    fields.warn_unknown(_FIELDS)
+    if not fields.ok:
+        return None
+    assert guid is not None and title is not None and label is not None
+    return YnatRecord(guid, title, label, category, annotations, url, date)
+
+
 def read(path: Path, log: ProblemLog) -> list[YnatRecord]:
     """Read an official YNAT JSON file; every problem goes to `log` with its JSON path."""
-    items = load_json_list(path, log, "YNAT headlines")
-    if items is None:
-        return []
-    records: list[YnatRecord] = []
-    for index, item in enumerate(items):
-        fields = Fields(item, item_path("$", index), log)
-        guid = fields.str("guid", nonempty=True)
-        title = fields.str("title", nonempty=True)
-        category = fields.str("predefined_news_category")
-        label = label_field(fields, "label")
-        annotation_fields = fields.obj("annotations")
-        annotations = _annotations(annotation_fields) if annotation_fields is not None else None
-        url = fields.str("url")
-        date = fields.str("date")
-        fields.warn_unknown(_FIELDS)
-        if not fields.ok:
-            continue
-        assert guid is not None and title is not None and label is not None
-        records.append(YnatRecord(guid, title, label, category, annotations, url, date))
-    check_unique_guids(guid_locations(items), log)
-    return records
+    return read_json_objects(path, log, "YNAT headlines", _record)
 
 
 def to_json(record: YnatRecord) -> dict[str, Any]:
@@ -132,22 +128,19 @@ def gold_prediction(record: YnatRecord) -> YnatPrediction:
     return YnatPrediction(record.guid, record.label)
 
 
+def _resplit_record(fields: Fields) -> YnatRecord | None:
+    guid = fields.str("guid", nonempty=True)
+    title = fields.str("title", nonempty=True)
+    label = label_field(fields, "label")
+    fields.warn_unknown({"guid", "title", "label"})
+    if fields.ok and guid is not None and title is not None and label is not None:
+        return YnatRecord(guid, title, label)
+    return None
+
+
 def read_resplit(path: Path, log: ProblemLog) -> list[YnatRecord]:
     """A `ynat-resplit` file (`[{guid, title, label}]`) -> YNAT records without the other fields."""
-    items = load_json_list(path, log, "YNAT titles")
-    if items is None:
-        return []
-    records = []
-    for index, item in enumerate(items):
-        fields = Fields(item, item_path("$", index), log)
-        guid = fields.str("guid", nonempty=True)
-        title = fields.str("title", nonempty=True)
-        label = label_field(fields, "label")
-        fields.warn_unknown({"guid", "title", "label"})
-        if fields.ok and guid is not None and title is not None and label is not None:
-            records.append(YnatRecord(guid, title, label))
-    check_unique_guids(guid_locations(items), log)
-    return records
+    return read_json_objects(path, log, "YNAT titles", _resplit_record)
 
 
 def from_hf(dataset: Any, log: ProblemLog) -> list[YnatRecord]:

@@ -1,0 +1,144 @@
+"""The layout rules of docs/architecture.md, checked on the source: imports only point down the floors
+(imports inside functions and under TYPE_CHECKING count), no import cycle between klue's top-level units,
+and no file outside `klue/tasks/` names three or more tasks."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections import defaultdict
+from pathlib import Path
+
+from klue import registry
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "klue"
+
+# Top to bottom (docs/architecture.md, "Floors"); a unit may import its own floor or any floor below.
+FLOORS: tuple[frozenset[str], ...] = (
+    frozenset({"cli"}),
+    frozenset({"benchmark", "reporting"}),
+    frozenset({"training", "llm", "pretraining", "baselines"}),
+    frozenset({"registry", "protocols", "scoring", "predictions", "results", "validate"}),
+    frozenset({"tasks"}),
+    frozenset({"metrics", "models", "text"}),
+    frozenset({"io", "errors"}),
+)
+FLOOR_OF = {unit: level for level, units in enumerate(FLOORS) for unit in units}
+
+
+def unit_of(path: Path) -> str:
+    """`klue/io/text.py` -> "io"; `klue/scoring.py` -> "scoring"."""
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return parts[0]
+
+
+def imported_units(path: Path) -> set[str]:
+    """The klue units a source file imports, wherever the import statement stands."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ["klue", *path.relative_to(SRC).parent.parts]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the file's package
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+                names = [module] if node.module else [f"{module}.{a.name}" for a in node.names]
+            elif node.module == "klue":
+                names = [f"klue.{alias.name}" for alias in node.names]
+            else:
+                names = [node.module or ""]
+        else:
+            continue
+        found |= {name.split(".")[1] for name in names if name.startswith("klue.")}
+    return found
+
+
+def unit_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts == ("__init__.py",):
+            continue
+        unit = unit_of(path)
+        graph[unit] |= imported_units(path) - {unit}
+    return graph
+
+
+def test_every_unit_sits_on_a_floor() -> None:
+    units = {unit_of(p) for p in SRC.rglob("*.py") if p.relative_to(SRC).parts != ("__init__.py",)}
+    assert units <= set(FLOOR_OF), f"units without a floor: {sorted(units - set(FLOOR_OF))}"
+
+
+def test_imports_only_point_down() -> None:
+    upward = sorted(f"{unit} -> {target}" for unit, targets in unit_graph().items() for target in targets
+                    if FLOOR_OF.get(target, 99) < FLOOR_OF[unit])
+    assert not upward, f"imports pointing up a floor: {upward}"
+
+
+def test_no_import_cycle_between_units() -> None:
+    graph = unit_graph()
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(unit: str, trail: list[str]) -> None:
+        state[unit] = 1
+        for target in sorted(graph.get(unit, ())):
+            assert state.get(target) != 1, f"import cycle: {' -> '.join([*trail, unit, target])}"
+            if target not in state:
+                visit(target, [*trail, unit])
+        state[unit] = 2
+
+    for unit in sorted(graph):
+        if unit not in state:
+            visit(unit, [])
+
+
+def task_mentions(path: Path) -> set[str]:
+    """The tasks a source file names: string literals equal to a task name or alias, `tasks.<name>`
+    module paths, and the task's label (NER, WoS, ...) as a word in comments and docstrings."""
+    by_word = {key: t.name for t in registry.all_tasks() for key in (t.name, *t.aliases)}
+    labels = {t.label: t.name for t in registry.all_tasks()}
+    found: set[str] = set()
+    text = path.read_text(encoding="utf-8")
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.STRING:
+            try:
+                value = ast.literal_eval(token.string)
+            except (ValueError, SyntaxError):  # f-strings
+                value = token.string
+            if isinstance(value, str):
+                if value in by_word:
+                    found.add(by_word[value])
+                found |= {labels[w] for w in re.findall(r"[A-Za-z]+", value) if w in labels}
+                found |= {by_word[m] for m in re.findall(r"tasks\.(\w+)", value) if m in by_word}
+        elif token.type == tokenize.COMMENT:
+            found |= {labels[w] for w in re.findall(r"[A-Za-z]+", token.string) if w in labels}
+        elif token.type == tokenize.NAME and token.string in by_word and token.string in labels.values():
+            pass  # identifiers such as `re` (the module) or `ner_names` are not task references
+    found |= {by_word[m] for m in re.findall(r"\btasks\.(\w+)", text) if m in by_word}
+    return found
+
+
+def test_no_file_outside_tasks_names_three_tasks() -> None:
+    offenders = {}
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts[0] == "tasks":
+            continue
+        named = task_mentions(path)
+        if len(named) >= 3:
+            offenders[str(path.relative_to(SRC))] = sorted(named)
+    assert not offenders, f"files outside tasks/ that name 3 or more tasks: {offenders}"
+
+
+def test_scoring_and_the_registry_import_neither_torch_nor_sklearn() -> None:
+    """`klue score` must start fast: the heavy parts of a task are lazy references."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from klue import registry, scoring, protocols; registry.all_tasks(); "
+            "heavy = [m for m in ('torch', 'sklearn', 'transformers', 'pycrfsuite', 'kiwipiepy') if m in sys.modules]; "
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out

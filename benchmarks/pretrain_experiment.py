@@ -22,13 +22,109 @@ benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import shutil
 import statistics
 import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from klue.errors import DataError
+from klue.pretraining.corpus import normalise_sentence, split_sentences
+
+# The corpus: the Korean text on hand under --extra-data-dir (KorQuAD contexts, KorNLI and KorSTS sentences,
+# YNAT re-split titles, UD Korean sentences), split into sentences, minus every sentence that also occurs in
+# the evaluation texts (compared after whitespace normalisation), so a model pretrained on it has never seen
+# the sentences it is then evaluated on.
+
+
+@dataclass
+class CorpusBuild:
+    sentences: list[str]
+    by_source: dict[str, int] = field(default_factory=dict)
+    excluded: int = 0  # corpus sentences dropped because an evaluation set holds them
+
+
+def _korquad(path: Path) -> Iterator[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            yield paragraph["context"]
+
+
+def _tsv_columns(path: Path, columns: Sequence[str]) -> Iterator[str]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            for column in columns:
+                if row.get(column):
+                    yield row[column]
+
+
+def _ynat_titles(path: Path) -> Iterator[str]:
+    for record in json.loads(path.read_text(encoding="utf-8")):
+        yield record["title"]
+
+
+def _conllu_texts(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("# text = "):
+                yield line[len("# text = "):].strip()
+
+
+def korean_sources(extra_data_dir: Path) -> dict[str, list[Path]]:
+    """Source name -> files under `extra_data_dir` (the directory holding korean/ and klue-derived/)."""
+    korean = extra_data_dir / "korean"
+    return {
+        "korquad-contexts": [korean / "korquad-v1" / "KorQuAD_v1.0_dev.json"],
+        "kornli": [korean / "kornli" / "xnli.dev.ko.tsv"],
+        "korsts": [korean / "korsts" / "sts-train.tsv", korean / "korsts" / "sts-dev.tsv"],
+        "ynat-titles": [extra_data_dir / "klue-derived" / "ynat-resplit" / "ynat-resplit_train.json"],
+        "ud-korean": sorted((korean / "ud-korean").glob("*.conllu")),
+    }
+
+
+def _read_source(name: str, path: Path) -> Iterator[str]:
+    if name == "korquad-contexts":
+        return _korquad(path)
+    if name == "kornli":
+        return _tsv_columns(path, ("sentence1", "sentence2"))
+    if name == "korsts":
+        return _tsv_columns(path, ("sentence1", "sentence2"))
+    if name == "ynat-titles":
+        return _ynat_titles(path)
+    return _conllu_texts(path)
+
+
+def korean_corpus(extra_data_dir: Path, exclude: Iterable[str], sources: Sequence[str] | None = None) -> CorpusBuild:
+    """Deduplicated sentences of the Korean sets on hand, without any sentence of `exclude`."""
+    banned = {s for text in exclude for s in split_sentences(text)} | {normalise_sentence(t) for t in exclude}
+    available = korean_sources(extra_data_dir)
+    chosen = list(sources) if sources is not None else list(available)
+    seen: set[str] = set()
+    build = CorpusBuild([])
+    for name in chosen:
+        count = 0
+        for path in available[name]:
+            if not path.is_file():
+                raise DataError(f"corpus source {name!r} missing", path)
+            for text in _read_source(name, path):
+                for sentence in split_sentences(text):
+                    if sentence in banned:
+                        build.excluded += 1
+                        continue
+                    if sentence in seen:
+                        continue
+                    seen.add(sentence)
+                    build.sentences.append(sentence)
+                    count += 1
+        build.by_source[name] = count
+    return build
+
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -66,7 +162,6 @@ def main() -> None:
     torch.set_num_threads(1)
     from klue import protocols, registry
     from klue.io.locate import roots_from
-    from klue.pretraining.corpus import korean_corpus, normalise_sentence
     from klue.pretraining.mlm import MlmSettings, pretrain
     from klue.pretraining.morphemes import MorphemeSplitter
     from klue.pretraining.tokenizer import TokenizerSpec, boundary_agreement, save_tokenizer, train_tokenizer

@@ -60,8 +60,9 @@ def test_gold_scores_the_maximum_on_real_data(task: Task, klue_data_dir: Path, s
 
 # ------------------------------------------------------------------------------------------ ninth task
 
-COPIED = "ynat"
-NINTH = "ynat9"
+COPIED = TASKS[0].name
+# A new name: the first of <copied>9, <copied>10, ... that no package declares yet (a copy may exist).
+NINTH = next(f"{COPIED}{n}" for n in range(9, 100) if f"{COPIED}{n}" not in {t.name for t in TASKS})
 
 
 @pytest.fixture()
@@ -113,3 +114,23 @@ def test_a_ninth_task_is_one_new_package(ninth_task: Task, klue_data_dir: Path, 
     assert set(results.metric_versions) == set(results.scores)
     board = to_markdown(build_leaderboard(load_aggregate(tmp_path / "bench")))
     assert NINTH.upper() in board and "partial 1/" in board
+
+
+@pytest.mark.parametrize("change, message", [
+    (("order: 5\n", ""), r"missing \['order'\]"),
+    (("order: 5\n", "order: 5\nsurprise: 1\n"), r"unknown \['surprise'\]"),
+    (("role: resource", "role: extra"), r"files\[2\]\.role 'extra'"),
+    (("size: 870}", "sise: 870}"), r"files\[2\]: missing \[\], unknown \['sise'\]"),
+    (("    group: guid", "    groups: guid"), r"protocols\[0\]: missing \['group'\], unknown \['groups'\]"),
+    (("name: re\n", "name: [re\n"), "invalid YAML"),
+])
+def test_a_wrong_declaration_is_refused_by_name(change: tuple[str, str], message: str) -> None:
+    from importlib import resources
+
+    from klue.errors import DataError
+    from klue.tasks.base import read_declaration
+
+    text = (resources.files("klue.tasks.re") / "task.yaml").read_text(encoding="utf-8")
+    assert change[0] in text
+    with pytest.raises(DataError, match=message):
+        read_declaration(text.replace(change[0], change[1]), "re/task.yaml")

@@ -91,10 +91,17 @@ def test_version_1_files_are_read_and_upgraded(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps(v1))
     results = read_results(path)
-    assert results.schema_version == SCHEMA_VERSION and results.hyperparameters == {"learning_rate": 0.001}
+    assert results.schema_version == SCHEMA_VERSION
+    assert results.hyperparameters == {"learning_rate": 0.001, "selection_metric": "accuracy"}
     assert results.training is not None and results.training.best_step == 4 and results.training.device == "cpu"
     assert results.learning_curve == [CurvePoint(4, 1.0, loss=0.9), CurvePoint(4, 1.0, selection={"accuracy": 40.0})]
     assert results.confusion == ConfusionMatrix(("a",), ((2,),))
+    # An encoder run from before some figures were recorded (no `added_tokens`) still reads.
+    del v1["hyperparameters"]["added_tokens"]
+    path.write_text(json.dumps(v1))
+    older = read_results(path)
+    assert older.training is not None and older.training.added_tokens is None and older.training.best_step == 4
+    assert older.hyperparameters == {"learning_rate": 0.001, "selection_metric": "accuracy"}
 
 
 def test_metric_fields_from_a_metric_report() -> None:

@@ -22,11 +22,11 @@ from klue.errors import DataError
 from klue.metrics.report import MetricMode
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
-from klue.results import PREDICTIONS_FILE, Results
+from klue.results import CLASSIC, PREDICTIONS_FILE, Results
 from klue.scoring import ProducerReport, judge
 from klue.tasks.base import Baseline, Task
 
-MODEL_NAME = "classic"  # Results.model and Results.model_family for every CPU baseline
+MODEL_NAME = CLASSIC  # Results.model and Results.model_family for every CPU baseline
 
 
 class NoBaselineError(LookupError):

@@ -26,12 +26,20 @@ from typing import Any, Generic, TypeVar
 from klue.errors import DataError, ProblemLog
 from klue.io.locate import DataRoots, FileRef, how_to_get, how_to_get_extra
 from klue.io.provenance import DataSource, data_source
+from klue.io.release import FileRole
 from klue.io.splits import split_by_key
-from klue.tasks.base import FileProtocol, HashSplitProtocol, ProtocolSpec, Reader, Task
+from klue.tasks.base import (
+    DEFAULT_LOCAL_PROTOCOL,
+    FileProtocol,
+    HashSplitProtocol,
+    ProtocolSpec,
+    Reader,
+    Task,
+)
 
 OFFICIAL = "official"
 HELDOUT = "heldout"
-DEV_80_20 = "local:dev-80-20"
+DEV_80_20 = DEFAULT_LOCAL_PROTOCOL
 GENERIC_PROTOCOLS: tuple[str, ...] = (OFFICIAL, HELDOUT, DEV_80_20)
 HELDOUT_FRACTION = 0.10  # share of train (by group hash) kept out for checkpoint selection
 DEV_TRAIN_FRACTION = 0.80  # share of dev (by group hash) used for training under local:dev-80-20
@@ -79,13 +87,12 @@ def names(task: Task[Any, Any]) -> list[str]:
     return [*GENERIC_PROTOCOLS, *(n for n in task.protocols if n not in GENERIC_PROTOCOLS)]
 
 
-def _official_roles(name: str) -> tuple[str, ...]:
+def _official_roles(name: str) -> tuple[FileRole, ...]:
     return ("dev",) if name == DEV_80_20 else ("train", "dev")
 
 
 def _applies(task: Task[Any, Any], name: str) -> bool:
-    return name not in GENERIC_PROTOCOLS or all(task.file(role) is not None  # type: ignore[arg-type]
-                                                for role in _official_roles(name))
+    return name not in GENERIC_PROTOCOLS or all(task.file(role) is not None for role in _official_roles(name))
 
 
 def _spec(task: Task[Any, Any], name: str) -> ProtocolSpec:
@@ -101,7 +108,7 @@ def file_refs(task: Task[Any, Any], name: str) -> list[FileRef]:
         return _spec(task, name).refs()
     refs = []
     for role in _official_roles(name):
-        entry = task.file(role)  # type: ignore[arg-type]
+        entry = task.file(role)
         if entry is None:
             raise DataError(f"task {task.name!r} has no official {role} file, so protocol {name!r} does not "
                             "apply to it", "protocol")
@@ -187,8 +194,8 @@ def _label(task: Task[Any, Any]) -> str:
     return f"KLUE {task.title} ({task.name}) v1.1"
 
 
-def _blob_note(task: Task[Any, Any], role: str, source: DataSource) -> str:
-    entry = task.file(role)  # type: ignore[arg-type]
+def _blob_note(task: Task[Any, Any], role: FileRole, source: DataSource) -> str:
+    entry = task.file(role)
     if entry is not None and entry.git_blob != source.git_blob:
         return f" (this {role} file differs from the official release: git blob {source.git_blob})"
     return ""

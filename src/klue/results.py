@@ -25,11 +25,14 @@ from typing import Any
 from klue.errors import DataError
 from klue.io.atomic import write_json_atomic
 from klue.io.provenance import DataSource
-from klue.metrics.report import ConfusionMatrix, MetricReport
+from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricReport
 
 SCHEMA_VERSION = "klue.results/2"
 READABLE_VERSIONS = ("klue.results/1", SCHEMA_VERSION)
 STATUSES = ("ok", "failed")
+# Results.model_family values of the producers in this package (`model` is "classic" for the baselines too).
+CLASSIC = "classic"
+ENCODER = "encoder"
 # The files of a run directory (a benchmark cell, a `klue train --output`), named once.
 RESULTS_FILE = "results.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -70,24 +73,25 @@ class CurvePoint:
 
 @dataclass
 class TrainingSummary:
-    """What a fine-tuning run measured about itself, beside the hyper-parameters it was given."""
+    """What a fine-tuning run measured about itself, beside the hyper-parameters it was given. A field is
+    None when the run that wrote the file did not record it (files older than the field, upgraded)."""
 
-    selection_metric: str
-    checkpoint_selection: str  # which set selected the checkpoint, in words
-    best_step: int | None
-    best_selection_score: float | None
-    total_steps: int
-    steps_per_epoch: int
-    num_processes: int
-    device: str
-    mixed_precision_used: str
-    model_source: str  # "pretrained", "from scratch (config only)" or "klue fine-tuned"
-    num_parameters: int
-    use_token_type_ids: bool
-    added_tokens: int
-    n_train_features: int
-    n_eval_features: int
-    truncated_train_features: int | None
+    selection_metric: str | None = None
+    checkpoint_selection: str | None = None  # which set selected the checkpoint, in words
+    best_step: int | None = None
+    best_selection_score: float | None = None
+    total_steps: int | None = None
+    steps_per_epoch: int | None = None
+    num_processes: int | None = None
+    device: str | None = None
+    mixed_precision_used: str | None = None
+    model_source: str | None = None  # "pretrained", "from scratch (config only)" or "klue fine-tuned"
+    num_parameters: int | None = None
+    use_token_type_ids: bool | None = None
+    added_tokens: int | None = None
+    n_train_features: int | None = None
+    n_eval_features: int | None = None
+    truncated_train_features: int | None = None
     resumed_from_steps: list[int] = field(default_factory=list)
     overrides: dict[str, Any] = field(default_factory=dict)  # key=value as given on the command line
 
@@ -141,7 +145,7 @@ class Results:
             problems.append("a failed run must carry its error")
         if self.status == "ok" and not self.scores:
             problems.append("a run with status ok must carry scores")
-        if self.metric_mode not in ("official", "corrected"):
+        if self.metric_mode not in METRIC_MODES:
             problems.append(f"metric_mode {self.metric_mode!r} is not official/corrected")
         if self.protocol_official and self.protocol != "official":
             problems.append(f"protocol {self.protocol!r} is marked official")
@@ -215,9 +219,10 @@ def _upgrade_v1(obj: dict[str, Any]) -> dict[str, Any]:
     out = {**obj, "schema_version": SCHEMA_VERSION}
     hyperparameters = dict(obj.get("hyperparameters") or {})
     summary_keys = [f.name for f in fields(TrainingSummary)]
-    if obj.get("model_family") == "encoder" and "best_step" in hyperparameters:
-        summary = {k: hyperparameters.pop(k) for k in summary_keys if k in hyperparameters}
-        out["training"] = summary
+    if obj.get("model_family") == ENCODER and "best_step" in hyperparameters:
+        # `selection_metric` was both a hyper-parameter and the resolved choice: it stays in both places.
+        out["training"] = {k: hyperparameters[k] if k == "selection_metric" else hyperparameters.pop(k)
+                           for k in summary_keys if k in hyperparameters}
     out["hyperparameters"] = hyperparameters
     return out
 

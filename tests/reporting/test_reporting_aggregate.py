@@ -41,7 +41,8 @@ def test_rows_average_over_seeds(bench_dir: Path) -> None:
     assert stat.std == pytest.approx(statistics.stdev(values))
     confusion = row.confusion()
     if confusion is not None:  # summed over the three seeds
-        assert sum(map(sum, confusion["counts"])) == sum(sum(map(sum, r.confusion.counts)) for _, r in row.runs)
+        assert sum(map(sum, confusion.matrix.counts)) == sum(sum(map(sum, r.confusion.counts)) for _, r in row.runs)
+        assert confusion.n_runs == 3
 
 
 def test_klue_score_is_the_mean_of_task_scores(bench_dir: Path) -> None:

@@ -16,15 +16,11 @@ from klue.tasks.re import records as re
 from klue.tasks.sts import records as sts
 from klue.tasks.wos import records as wos
 from klue.tasks.ynat import records as ynat
+from task_files import write_file
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
+    return write_file(tmp_path / name, content)
 
 
 def run(reader: Any, path: Path) -> tuple[list[Any], ProblemLog]:

@@ -35,7 +35,7 @@ def test_every_registered_task_has_a_paper_recipe() -> None:
 
 
 def test_overrides_are_typed_and_checked() -> None:
-    values = parse_key_values(["learning_rate=1e-3", "epochs=2", "group_by_length=true", "max_steps=null"], "an override")
+    values = parse_key_values(["learning_rate=1e-3", "epochs=2", "group_by_length=true", "max_steps=null"], "override")
     hp = resolve("paper", "ynat", BASE, values).hyperparameters
     assert (hp.learning_rate, hp.epochs, hp.group_by_length, hp.max_steps) == (1e-3, 2.0, True, None)
     assert resolve("paper", "ynat", BASE, {"size": "large"}).name == "paper/large"
@@ -46,13 +46,13 @@ def test_overrides_are_typed_and_checked() -> None:
     with pytest.raises(DataError, match="warmup_ratio"):
         resolve("paper", "ynat", BASE, {"warmup_ratio": 1.5})
     with pytest.raises(DataError, match="key=value"):
-        parse_key_values(["epochs"], "an override")
+        parse_key_values(["epochs"], "override")
     with pytest.raises(DataError, match="unknown recipe"):
         load_recipe("nonexistent")
 
 
 def test_head_options_are_collected_for_the_adapter() -> None:
-    values = parse_key_values(["head.pooling=cls", "head.markers=typed", "epochs=1"], "an override")
+    values = parse_key_values(["head.pooling=cls", "head.markers=typed", "epochs=1"], "override")
     hp = resolve("paper", "re", BASE, values).hyperparameters
     assert hp.head_options == {"pooling": "cls", "markers": "typed"}
     assert hp.epochs == 1.0

@@ -22,12 +22,12 @@ from typing import Any, Protocol
 
 from klue.io.locate import DataRoots
 from klue.protocols import ProtocolData
-from klue.results import PREDICTIONS_FILE, Results
+from klue.results import CLASSIC, ENCODER, PREDICTIONS_FILE, Results
 from klue.tasks.base import Task
 
 LOG_FILE = "log.txt"
 ERROR_FILE = "error.txt"
-CLASSIC = "classic"
+AUTO_PROTOCOL = "auto"  # `official` where the official train file is present, else the task's local default
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class CellSpec:
     task: str
     model: str
     seed: int
-    protocol: str  # as asked: "auto", "official", "heldout", "local:..."
+    protocol: str  # as asked: AUTO_PROTOCOL, "official", "heldout", "local:..."
     mode: str  # metric mode
     out_dir: str  # the cell's directory: <out>/<task>/<model slug>/seed<k>
     data_dir: str | None = None
@@ -74,7 +74,7 @@ def model_slug(model: str) -> str:
 
 
 def family_name(model: str) -> str:
-    return "classic" if model == CLASSIC else "encoder"
+    return CLASSIC if model == CLASSIC else ENCODER
 
 
 def classic_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
@@ -109,7 +109,7 @@ def data_roots(spec: CellSpec) -> DataRoots:
 
 def choose_protocol(task: Task[Any, Any], asked: str, roots: DataRoots) -> str:
     """`auto` = `official` when the task's official train file is present, else its local default."""
-    if asked != "auto":
+    if asked != AUTO_PROTOCOL:
         return asked
     train = task.file("train")
     if train is not None and (roots.klue / train.path).is_file():
@@ -133,9 +133,11 @@ def run_cell(spec: CellSpec, family: ModelFamily | None = None) -> Results:
 
 
 def check_results(results: Results, spec: CellSpec, task: Task[Any, Any], data: ProtocolData[Any]) -> None:
-    """A family's Results must belong to this cell and come with their predictions file."""
-    expected = {"task": task.name, "seed": spec.seed, "metric_mode": spec.mode, "protocol": data.protocol,
-                "predictions_file": PREDICTIONS_FILE}
+    """A family's Results must be the judge's (scored from the cell's predictions.jsonl) for this cell."""
+    if results.predictions_file != PREDICTIONS_FILE:
+        raise ValueError(f"a model family must write {PREDICTIONS_FILE} and return the Results the judge made of "
+                         f"it (klue.scoring.judge); this one returned predictions_file={results.predictions_file!r}")
+    expected = {"task": task.name, "seed": spec.seed, "metric_mode": spec.mode, "protocol": data.protocol}
     wrong = {k: (getattr(results, k), v) for k, v in expected.items() if getattr(results, k) != v}
     if wrong:
         raise ValueError(f"the model family returned results for another cell: {wrong} (got, expected)")

@@ -42,6 +42,7 @@ from rich.progress import (
 )
 
 from klue.benchmark.cells import (
+    AUTO_PROTOCOL,
     CLASSIC,
     ERROR_FILE,
     LOG_FILE,
@@ -65,7 +66,7 @@ class BenchmarkPlan:
     models: tuple[str, ...]
     seeds: tuple[int, ...]
     out: Path
-    protocol: str = "auto"
+    protocol: str = AUTO_PROTOCOL
     mode: str = "official"
     data_dir: str | None = None
     extra_data_dir: str | None = None
@@ -122,7 +123,7 @@ def cell_done(spec: CellSpec) -> bool:
                         f"not {spec.label}; use another --out", path)
     if results.status != "ok":
         return False
-    if results.metric_mode != spec.mode or spec.protocol not in ("auto", results.protocol):
+    if results.metric_mode != spec.mode or spec.protocol not in (AUTO_PROTOCOL, results.protocol):
         raise DataError(f"{path} was run with protocol {results.protocol!r} and metric mode "
                         f"{results.metric_mode!r}, not {spec.protocol!r}/{spec.mode!r}; use another --out", path)
     return not (results.predictions_file and not (spec.path / results.predictions_file).is_file())

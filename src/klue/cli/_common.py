@@ -39,6 +39,6 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise DataError(f"{option} takes key=value, not {item!r}")
+            raise DataError(f"{option} {item!r} is not key=value")
         out[key.strip()] = yaml.safe_load(value) if value.strip() else None
     return out

@@ -22,7 +22,10 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 def check_protocol(protocol: str) -> str:
-    if protocol in ("auto", "official", "heldout") or protocol.startswith("local:"):
+    from klue.benchmark.cells import AUTO_PROTOCOL
+    from klue.protocols import HELDOUT, OFFICIAL
+
+    if protocol in (AUTO_PROTOCOL, OFFICIAL, HELDOUT) or protocol.startswith("local:"):
         return protocol
     raise DataError(f"--protocol takes auto, official, heldout or local:<name>, not {protocol!r}")
 
@@ -69,6 +72,7 @@ def benchmark(
     Then: `klue report OUT -o report.html`.
     """
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
+    from klue.reporting.html import REPORT_FILE
 
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
                          metric_mode(mode), data_dir, extra_data_dir, tuple(parse_key_values(override or [], '--override').items()))
@@ -76,7 +80,7 @@ def benchmark(
     print_leaderboard(out)
     ran = len(summary.outcomes)
     stderr.print(f"{ran} cells run, {len(summary.skipped)} already done, {len(summary.failed)} failed; "
-                 f"results in {out}. Report: klue report {out}")
+                 f"results in {out}. Report: klue report {out} -o {out / REPORT_FILE}")
     if summary.failed:
         raise typer.Exit(1)
 

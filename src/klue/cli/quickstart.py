@@ -67,16 +67,19 @@ def quickstart(
     `klue benchmark --model classic --protocol auto`, then `klue report`. Tasks without data or without
     a baseline show up as failed cells with the reason. Run it again to resume.
     """
+    from klue.benchmark.cells import AUTO_PROTOCOL
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
     from klue.cli.benchmark import resolve_tasks
+    from klue.metrics.report import OFFICIAL_MODE
     from klue.reporting.aggregate import load_aggregate
     from klue.reporting.html import REPORT_FILE, write_report
     from klue.reporting.leaderboard import build_leaderboard, print_rich
+    from klue.results import CLASSIC
 
     start = time.perf_counter()
     ensure_data(data_dir, extra_data_dir)
     workers = jobs if jobs is not None else max(1, min(4, os.cpu_count() or 1))
-    plan = BenchmarkPlan(resolve_tasks(tasks), ("classic",), (seed,), out, "auto", "official", data_dir,
+    plan = BenchmarkPlan(resolve_tasks(tasks), (CLASSIC,), (seed,), out, AUTO_PROTOCOL, OFFICIAL_MODE, data_dir,
                          extra_data_dir)
     summary = run_benchmark(plan, jobs=workers, console=stderr)
     agg = load_aggregate(out)

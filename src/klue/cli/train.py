@@ -33,8 +33,9 @@ def train_command(
     overrides: Annotated[list[str] | None, typer.Argument(
         help="Hyper-parameter overrides key=value (learning_rate=2e-5 epochs=3 batch_size=16 max_len=256 "
         "eval_steps=500 group_by_length=true mixed_precision=bf16 ...).", show_default=False)] = None,
-    recipe: Annotated[str, typer.Option("--recipe", help="Recipe name (paper: the official baseline's "
-                                        "hyper-parameters by model size) or a YAML file.")] = "paper",
+    recipe: Annotated[str | None, typer.Option("--recipe", help="Recipe name (paper: the official baseline's "
+                                        "hyper-parameters by model size, the default) or a YAML file.",
+                                        show_default=False)] = None,
     protocol: Annotated[str, typer.Option("--protocol", help="official (train -> dev, select on dev), heldout "
                                           "(select on a 10% slice of train, report dev once), "
                                           "local:dev-80-20, or a task's own (local:ner-train5000, "
@@ -67,7 +68,7 @@ def train_command(
 
     mode = metric_mode(mode)
     task = registry.get(task_name)
-    values = parse_key_values(list(overrides or []), "an override")
+    values = parse_key_values(list(overrides or []), "override")
     data = resolve(task, protocol, roots_from(data_dir, extra_data_dir))
     out = output or _default_output(task.name, model, protocol, seed)
     results = run(task, model, data, seed, out, values, mode, recipe=recipe)

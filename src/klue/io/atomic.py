@@ -1,7 +1,9 @@
-"""The one atomic writer: write beside the target, then rename, so a reader never sees half a file.
+"""The one atomic writer: write beside the target, then rename, so a reader never sees half a file or
+half a directory.
 
-The temporary file is created with the mode a plain `open()` would give (the umask decides), not
-mkstemp's 0600, so a renamed result is as readable as any other file the user writes.
+Temporary files and directories are created with the mode a plain `open()` or `mkdir()` would give (the
+umask decides), not mkstemp's 0600 or mkdtemp's 0700, so a renamed result is as readable as any other file
+the user writes.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +37,40 @@ def write_atomic(path: Path, write: Callable[[IO[str]], None]) -> None:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+def temp_dir_in(parent: Path, prefix: str) -> Path:
+    """A new hidden directory in `parent`, named `<prefix><random>`."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            path.mkdir(0o777)
+            return path
+        except FileExistsError:
+            continue
+
+
+def swap_in(new: Path, target: Path) -> None:
+    """Put the directory `new` at `target`, replacing what is there: the old one is moved aside first and
+    removed last, so `target` is always either the old or the new complete directory."""
+    old = target.with_name(f".{target.name}.old")
+    if target.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(target, old)
+    os.replace(new, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def write_dir_atomic(path: Path, fill: Callable[[Path], None]) -> None:
+    """Create the directory `path` by calling `fill` on a temporary sibling, then swapping it in."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_dir_in(path.parent, f".{path.name}.")
+    try:
+        fill(tmp)
+        swap_in(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import http.client
 import os
-import secrets
 import shutil
 import socket
 import tarfile
@@ -33,7 +32,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from rich.progress import Progress, TaskID
 
-from klue.io.atomic import temp_path_beside
+from klue.io.atomic import swap_in, temp_dir_in, temp_path_beside
 from klue.io.hashing import git_blob_sha1, sha256_file
 from klue.io.release import ArchiveFile, FileRole, OfficialFile
 
@@ -368,17 +367,6 @@ def _remove_empty(directories: list[Path]) -> None:
             return
 
 
-def _create_temp_dir(parent: Path, prefix: str) -> Path:
-    """A new hidden directory in `parent` with the umask's usual mode (mkdtemp would give 0700)."""
-    while True:
-        path = parent / f"{prefix}{secrets.token_hex(6)}"
-        try:
-            path.mkdir(0o777)
-            return path
-        except FileExistsError:
-            continue
-
-
 def _copy_into(source: Path, handle: BinaryIO, progress: Progress | None, progress_id: TaskID | None) -> int:
     copied = 0
     with source.open("rb") as reader:
@@ -503,18 +491,14 @@ def extract_archive(archive: Path, dest: Path) -> list[str]:
     members = archive_members(archive)
     if _already_extracted(members, dest):
         return []
-    staging = _create_temp_dir(dest, ".klue-extract-")
+    staging = temp_dir_in(dest, ".klue-extract-")
     try:
         with tarfile.open(archive, "r:*") as tar:
             # Our own check above gives the clear error; the "data" filter is a second line of defence.
             tar.extractall(staging, filter="data")
         tops = sorted({name.parts[0] for name, _ in members if name.parts and name.parts[0] != "."})
         for top in tops:
-            new, target = staging / top, dest / top
-            if target.exists():
-                old = staging / f".old-{top}"
-                os.replace(target, old)
-            os.replace(new, target)
+            swap_in(staging / top, dest / top)
         return tops
     except (tarfile.TarError, OSError) as error:
         raise DownloadError(f"archive {archive.name} could not be extracted into {dest}: {error}") from error

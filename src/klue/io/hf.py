@@ -11,9 +11,6 @@ from typing import Any
 
 from klue.errors import ProblemLog
 
-HF_DATASET = "klue/klue"
-HF_REVISION = "349481ec73fff722f88e0453ca05c77a447d967c"
-
 
 def label_names(dataset: Any, column: str) -> list[str] | None:
     """The names of a ClassLabel column, or None when the column holds plain values."""

@@ -9,7 +9,7 @@ The official root holds `<root>/klue-nli-v1.1/klue-nli-v1.1_dev.json`, ...; the 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -100,11 +100,6 @@ def how_to_get(task_name: str) -> str:
 def how_to_get_extra() -> str:
     return (f"point --extra-data-dir / {EXTRA_ENV_VAR} at the directory holding klue-partial/, "
             "klue-derived/ and korean/")
-
-
-def missing_files(paths: Iterable[str], root: DataRoot) -> list[str]:
-    """The official paths (relative to the root) that are not files under it."""
-    return [path for path in paths if not (root.path / path).is_file()]
 
 
 def beside(path: Path, name: str) -> Path | None:

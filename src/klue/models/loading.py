@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from klue.errors import DataError
+from klue.io.atomic import write_dir_atomic
 from klue.models.heads import HeadSpec
 
 MODEL_CARD = "klue_model.json"
@@ -166,29 +167,16 @@ def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: ModelCard
     """A directory `klue predict` (and `load_finetuned`) reads back: weights, config, tokenizer, card.
 
     Written into a temporary sibling and renamed, so a crash never leaves half a model behind."""
-    import os
-    import shutil
-    import tempfile
-
     from safetensors.torch import save_file
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
-    try:
+    def fill(tmp: Path) -> None:
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
         model.config.save_pretrained(str(tmp))  # type: ignore[attr-defined]
         tokenizer.save_pretrained(str(tmp))
         (tmp / MODEL_CARD).write_text(json.dumps(card.to_json(), ensure_ascii=False, indent=2), encoding="utf-8")
-        old = path.with_name(f".{path.name}.old")
-        if path.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    write_dir_atomic(path, fill)
 
 
 @dataclass

@@ -315,6 +315,8 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
         (out / LOG_FILE).unlink()
 
     def save_checkpoint() -> None:
+        # Every process writes its part of the state into one shared directory (accelerate), so this stays a
+        # fixed temporary name, not io.atomic's per-caller one.
         tmp = checkpoint.with_name("last.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         accelerator.save_state(str(tmp))

@@ -344,28 +344,15 @@ def _finish(trained: Any, spec: TokenizerSpec) -> Any:
 
 def save_tokenizer(tokenizer: Any, spec: TokenizerSpec, out: Path, extra: dict[str, Any] | None = None) -> Path:
     """`save_pretrained` into a temporary sibling, then rename: a crash never leaves half a tokenizer."""
-    import os
-    import shutil
-    import tempfile
+    from klue.io.atomic import write_dir_atomic
 
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
+    def fill(tmp: Path) -> None:
         tokenizer.save_pretrained(str(tmp))
         card = {"format": "klue.tokenizer/1", **asdict(spec), "actual_vocab_size": len(tokenizer), **(extra or {})}
         (tmp / SPEC_FILE).write_text(json.dumps(card, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    out = Path(out)
+    write_dir_atomic(out, fill)
     return out
 
 

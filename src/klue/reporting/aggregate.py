@@ -17,7 +17,6 @@ Definitions (docs/results-schema.md repeats them for readers of the report):
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from klue.benchmark.manifest import MANIFEST_FILE
+from klue.benchmark.cells import AUTO_PROTOCOL
+from klue.benchmark.manifest import Manifest, read_manifest
 from klue.errors import DataError
+from klue.metrics.report import ConfusionMatrix
 from klue.results import RESULTS_FILE, Results, read_results
 from klue.tasks.base import REFERENCE_SOURCES, Task
 
@@ -109,6 +110,14 @@ class Stat:
         return f"{self.mean:.{digits}f} ± {self.std:.{digits}f}"
 
 
+@dataclass(frozen=True)
+class SummedConfusion:
+    """A row's confusion matrix: the counts of `n_runs` seeds added up."""
+
+    matrix: ConfusionMatrix
+    n_runs: int
+
+
 @dataclass
 class Row:
     """One (task, model, protocol, metric mode) and its ok runs, one per seed."""
@@ -154,7 +163,7 @@ class Row:
             names.update(dict.fromkeys(r.breakdown))
         return list(names)
 
-    def confusion(self) -> dict[str, Any] | None:
+    def confusion(self) -> SummedConfusion | None:
         """Counts summed over seeds (labels in first-seen order, so differing label sets still add)."""
         matrices = [r.confusion for _, r in self.runs if r.confusion]
         if not matrices:
@@ -168,7 +177,7 @@ class Row:
             for gold, row in zip(m.labels, m.counts):
                 for pred, count in zip(m.labels, row):
                     counts[index[gold]][index[pred]] += count
-        return {"labels": labels, "counts": counts, "n_runs": len(matrices)}
+        return SummedConfusion(ConfusionMatrix(tuple(labels), tuple(map(tuple, counts))), len(matrices))
 
     def task_score(self, main_metrics: Sequence[str]) -> Stat | None:
         """Per seed the mean of the main metrics, then over seeds; None if a main metric is missing."""
@@ -225,7 +234,7 @@ class Aggregate:
     failures: list[tuple[Path, Results]]  # every failed run
     entries: list[Entry]
     references: tuple[ReferenceRow, ...]
-    manifest: dict[str, Any] | None
+    manifest: Manifest | None  # the benchmark.json of the directory, when it has one
 
     @property
     def results(self) -> list[tuple[Path, Results]]:
@@ -257,25 +266,12 @@ def load_results(root: Path) -> list[tuple[Path, Results]]:
     return found
 
 
-def load_manifest(root: Path) -> dict[str, Any] | None:
-    path = root / MANIFEST_FILE
-    if not path.is_file():
-        return None
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read the benchmark manifest: {error}", path) from None
-    if not isinstance(obj, dict):
-        raise DataError("the benchmark manifest is not a JSON object", path)
-    return obj
-
-
 def _choose_row(rows: list[Row]) -> Row:
     return min(rows, key=lambda r: (not r.protocol_official, -len(r.runs), r.protocol))
 
 
 def aggregate(results: Sequence[tuple[Path, Results]], tasks: Mapping[str, TaskInfo], root: Path = Path("."),
-              manifest: dict[str, Any] | None = None,
+              manifest: Manifest | None = None,
               references: tuple[ReferenceRow, ...] | None = None) -> Aggregate:
     unknown = sorted({r.task for _, r in results} - set(tasks))
     if unknown:
@@ -297,7 +293,7 @@ def aggregate(results: Sequence[tuple[Path, Results]], tasks: Mapping[str, TaskI
     for path, r in failures:  # a failed seed of a row that has ok seeds is shown with that row
         for row in rows:
             if (row.task, row.model, row.metric_mode) == (r.task, r.model, r.metric_mode) and (
-                    r.protocol in (row.protocol, "auto")):
+                    r.protocol in (row.protocol, AUTO_PROTOCOL)):
                 row.failures.append((path, r))
                 break
     entries = _entries(rows, failures, tasks)
@@ -348,4 +344,4 @@ def _rank(entry: Entry) -> tuple[int, float, str]:
 
 def load_aggregate(root: Path, tasks: Mapping[str, TaskInfo] | None = None) -> Aggregate:
     """Read and aggregate a benchmark directory (tasks default to the registry)."""
-    return aggregate(load_results(root), task_catalog() if tasks is None else tasks, root, load_manifest(root))
+    return aggregate(load_results(root), task_catalog() if tasks is None else tasks, root, read_manifest(root))

@@ -94,14 +94,13 @@ class _Page:
         )
 
     def header(self) -> str:
-        manifest = self.agg.manifest or {}
-        version = manifest.get("klue_version") or provenance.library_versions().get("klue", "?")
-        started = manifest.get("started_at")
+        manifest = self.agg.manifest
+        version = (manifest.klue_version if manifest else None) or provenance.library_versions().get("klue", "?")
         meta = [f"directory <code>{_e(self.agg.root)}</code>", f"klue {_e(version)}",
                 f"report made {_e(provenance.utc_now())}"]
-        if started:
-            meta.append(f"benchmark started {_e(started)}")
-            meta.append(f"status {_e(manifest.get('status', '?'))}")
+        if manifest is not None:
+            meta.append(f"benchmark started {_e(manifest.started_at)}")
+            meta.append(f"status {_e(manifest.status)}")
         return (f'<header><h1>KLUE benchmark report</h1><p class="lede">Korean Language Understanding '
                 f'Evaluation, dev sets. Scores on a 0–100 scale, mean ± sample standard deviation over '
                 f'seeds.</p><p class="meta">{" · ".join(meta)}</p></header>')
@@ -279,10 +278,11 @@ class _Page:
                        "mean over seeds, whisker ±1 std; dashed tick: the paper")
 
     def confusion(self, info: TaskInfo, row: Row) -> str:
-        matrix = row.confusion()
-        assert matrix is not None
-        note = f"counts summed over {matrix['n_runs']} seed(s)" if matrix["n_runs"] > 1 else "counts"
-        chart = svg.heatmap(matrix["labels"], matrix["counts"], f"{task_label(info)} confusion matrix, {row.model}")
+        summed = row.confusion()
+        assert summed is not None
+        note = f"counts summed over {summed.n_runs} seed(s)" if summed.n_runs > 1 else "counts"
+        chart = svg.heatmap(list(summed.matrix.labels), [list(r) for r in summed.matrix.counts],
+                            f"{task_label(info)} confusion matrix, {row.model}")
         return _figure(f"Confusion — {row.model}", chart,
                        f"{note}; colour = share of the gold row (recall); {row.protocol}")
 

@@ -269,7 +269,43 @@ def read_declaration(text: str, where: str) -> dict[str, Any]:
         raise DataError(f"task declaration {raw.get('name')!r}: {error}", where) from None
 
 
+_FILE_KEYS = ({"role", "path", "git_blob"}, {"size"})  # (required, optional)
+_ARCHIVE_KEYS = ({"url", "sha256", "size"}, set())
+_FILE_PROTOCOL_KEYS = ({"name", "train", "eval", "description"}, {"reader"})
+_SPLIT_PROTOCOL_KEYS = ({"name", "split", "group", "what", "unit"}, {"reader", "train_fraction", "extra_train"})
+_EXTRA_TRAIN_KEYS = ({"file", "what"}, {"reader", "note"})
+_ROLES = ("train", "dev", "resource")
+
+
+def _check_keys(entry: Any, keys: tuple[set[str], set[str]], what: str) -> None:
+    if not isinstance(entry, dict):
+        raise TypeError(f"{what} must be a mapping, not {entry!r}")
+    required, optional = keys
+    missing, unknown = sorted(required - set(entry)), sorted(set(entry) - required - optional)
+    if missing or unknown:
+        raise ValueError(f"{what}: missing {missing}, unknown {unknown}")
+
+
+def _check_nested(raw: dict[str, Any]) -> None:
+    """The entries inside the top-level keys: files, the v1 archive, protocols and their extra files."""
+    for i, entry in enumerate(raw["files"]):
+        _check_keys(entry, _FILE_KEYS, f"files[{i}]")
+        if entry["role"] not in _ROLES:
+            raise ValueError(f"files[{i}].role {entry['role']!r} is not one of {', '.join(_ROLES)}")
+    if raw.get("v1_archive"):
+        _check_keys(raw["v1_archive"], _ARCHIVE_KEYS, "v1_archive")
+    for i, entry in enumerate(raw.get("protocols") or ()):
+        split = isinstance(entry, dict) and "split" in entry
+        _check_keys(entry, _SPLIT_PROTOCOL_KEYS if split else _FILE_PROTOCOL_KEYS, f"protocols[{i}]")
+        for j, extra in enumerate(entry.get("extra_train") or ()):
+            _check_keys(extra, _EXTRA_TRAIN_KEYS, f"protocols[{i}].extra_train[{j}]")
+    for model, scores in (raw.get("reference_scores") or {}).items():
+        if not isinstance(scores, dict):
+            raise TypeError(f"reference_scores.{model} must map metric names to scores")
+
+
 def _fields(raw: dict[str, Any]) -> dict[str, Any]:
+    _check_nested(raw)
     values = {**_DEFAULTS, **raw}
     protocols = tuple(_protocol(p) for p in raw.get("protocols") or ())
     archive = raw.get("v1_archive")

@@ -1,6 +1,7 @@
 """Fine-tuning of any Hugging Face encoder on the KLUE tasks (the accelerate-based engine).
 
-`klue.training.run(task, model, protocol_data, seed, out_dir, overrides, mode)` is contract E; importing
+`klue.training.run(task, model, protocol_data, seed, out_dir, overrides, mode)` fine-tunes and returns the
+judge's Results (a producer, docs/architecture.md); importing
 this package stays light (torch is imported when a run starts).
 """
 

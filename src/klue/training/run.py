@@ -21,12 +21,10 @@ from klue.errors import DataError
 from klue.models.features import FeaturizeContext
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
-from klue.results import PREDICTIONS_FILE, Results, TrainingSummary
+from klue.results import ENCODER, PREDICTIONS_FILE, Results, TrainingSummary
 from klue.scoring import ProducerReport, judge
 from klue.tasks.base import Task
 from klue.training import checkpoint, recipes
-
-DEFAULT_RECIPE = "paper"
 
 
 def usable_max_len(tokenizer: Any, config: Any) -> int:
@@ -62,7 +60,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
     model = str(model)
     out_dir = Path(out_dir)
     overrides = dict(overrides)
-    recipe_name = recipe or str(overrides.pop("recipe", None) or DEFAULT_RECIPE)
+    recipe_name = recipe or str(overrides.pop("recipe", None) or recipes.PAPER)
     adapter = task.make_adapter()
 
     set_seed(seed, deterministic=bool(overrides.get("deterministic", False)))
@@ -127,7 +125,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
         truncated_train_features=truncated_train, resumed_from_steps=list(state.resumed_from),
         overrides=dict(resolved.overrides))
     producer = ProducerReport(
-        model=model, model_family="encoder", seed=seed, started=wall_start, recipe=resolved.name,
+        model=model, model_family=ENCODER, seed=seed, started=wall_start, recipe=resolved.name,
         hyperparameters=hp.to_json(), training=training, learning_curve=list(state.learning_curve),
         train_time_s=state.train_time_s,
         train_examples_per_s=state.examples_seen / state.train_time_s if state.train_time_s > 0 else None,

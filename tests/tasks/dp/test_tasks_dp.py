@@ -11,6 +11,7 @@ from klue import registry
 from klue.errors import DataError, ProblemLog
 from klue.tasks.dp import TASK
 from klue.tasks.dp import records as dp
+from task_files import read_with_log, write_file
 
 HEADER = (
     "## 토큰, 레이블 구분자 : \\t\n## 토큰 구분자 : \\n\n## 문장 구분자 : \\n\\n\n## 주석 : ##\n"
@@ -24,17 +25,11 @@ S2 = ("## s2\t그래\n"
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "klue-dp-v1.1_dev.tsv") -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+    return write_file(tmp_path / name, text)
 
 
 def read(path: Path) -> tuple[list[dp.DpRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return dp.read(path, log), log
+    return read_with_log(dp.read, path)
 
 
 def test_reads_every_field(tmp_path: Path) -> None:

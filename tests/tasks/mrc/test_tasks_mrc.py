@@ -15,6 +15,7 @@ from klue.io.locate import DataRoots
 from klue.io.splits import hash_fraction
 from klue.tasks.mrc import TASK
 from klue.tasks.mrc import records as mrc
+from task_files import read_with_log, write_file
 
 CONTEXT = "1989년 2월 15일 여의도 농민 폭력 시위를 주도한 혐의로 지명수배되었다."
 
@@ -37,18 +38,11 @@ def document(*questions: dict[str, Any], context: str = CONTEXT) -> dict[str, An
 
 
 def write(tmp_path: Path, content: Any) -> Path:
-    path = tmp_path / "mrc.json"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False),
-                        encoding="utf-8")
-    return path
+    return write_file(tmp_path / "mrc.json", content)
 
 
 def read(path: Path) -> tuple[list[mrc.MrcRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return mrc.read(path, log), log
+    return read_with_log(mrc.read, path)
 
 
 def test_registered() -> None:

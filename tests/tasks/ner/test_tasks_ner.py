@@ -10,6 +10,7 @@ from klue import registry
 from klue.errors import DataError, ProblemLog
 from klue.tasks.ner import TASK
 from klue.tasks.ner import records as ner
+from task_files import read_with_log, write_file
 
 HEADER = (
     "## 토큰, 레이블 구분자 : \\t\n## 토큰 구분자 : \\n\n## 문장 구분자 : \\n\\n\n## 주석 : ##\n"
@@ -28,17 +29,11 @@ GOOD = HEADER + sentence("s1", "<김철수:PS> 왔다", [("김", "B-PS"), ("철"
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "klue-ner-v1.1_dev.tsv") -> Path:
-    path = tmp_path / name
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+    return write_file(tmp_path / name, text)
 
 
 def read(path: Path) -> tuple[list[ner.NerRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return ner.read(path, log), log
+    return read_with_log(ner.read, path)
 
 
 def test_reads_every_field(tmp_path: Path) -> None:
@@ -129,7 +124,7 @@ def test_evaluate_uses_non_space_tags(tmp_path: Path, monkeypatch: pytest.Monkey
     records = read(write(tmp_path, GOOD))[0]
     seen = {}
 
-    def fake_compute(gold, pred, mode="official"):  # records what the task passes to contract A
+    def fake_compute(gold, pred, mode="official"):  # records what the task passes to its metric function
         seen.update(gold=gold, pred=pred, mode=mode)
         return "report"
 

@@ -15,6 +15,7 @@ from klue.io.locate import DataRoots
 from klue.io.splits import hash_fraction
 from klue.tasks.nli import TASK
 from klue.tasks.nli import records as nli
+from task_files import read_with_log, write_file
 
 
 def pair(i: int, **changes: Any) -> dict[str, Any]:
@@ -26,19 +27,11 @@ def pair(i: int, **changes: Any) -> dict[str, Any]:
 
 
 def write(tmp_path: Path, content: Any, name: str = "nli.json") -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    elif isinstance(content, str):
-        path.write_text(content, encoding="utf-8")
-    else:
-        path.write_text(json.dumps(content, ensure_ascii=False), encoding="utf-8")
-    return path
+    return write_file(tmp_path / name, content)
 
 
 def read(path: Path) -> tuple[list[nli.NliRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return nli.read(path, log), log
+    return read_with_log(nli.read, path)
 
 
 def test_registered_under_its_names() -> None:

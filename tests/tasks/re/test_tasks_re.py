@@ -13,6 +13,7 @@ from klue.errors import ProblemLog
 from klue.io.locate import DataRoots
 from klue.tasks.re import TASK
 from klue.tasks.re import records as re_task
+from task_files import read_with_log, write_file
 
 SENTENCE = "와이즈유(영산대학교, 총장 부구욱) 조리예술학부는 봉사활동을 진행했다."
 
@@ -27,18 +28,11 @@ def example(i: int, **changes: Any) -> dict[str, Any]:
 
 
 def write(tmp_path: Path, content: Any, name: str = "re.json") -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False),
-                        encoding="utf-8")
-    return path
+    return write_file(tmp_path / name, content)
 
 
 def read(path: Path) -> tuple[list[re_task.ReRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return re_task.read(path, log), log
+    return read_with_log(re_task.read, path)
 
 
 def test_registered() -> None:

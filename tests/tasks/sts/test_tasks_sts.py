@@ -13,6 +13,7 @@ from klue.errors import DataError, ProblemLog
 from klue.io.locate import DataRoots
 from klue.tasks.sts import TASK
 from klue.tasks.sts import records as sts
+from task_files import read_with_log, write_file
 
 
 def pair(i: int, score: float = 3.5, **changes: Any) -> dict[str, Any]:
@@ -26,18 +27,11 @@ def pair(i: int, score: float = 3.5, **changes: Any) -> dict[str, Any]:
 
 
 def write(tmp_path: Path, content: Any) -> Path:
-    path = tmp_path / "sts.json"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False),
-                        encoding="utf-8")
-    return path
+    return write_file(tmp_path / "sts.json", content)
 
 
 def read(path: Path) -> tuple[list[sts.StsRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return sts.read(path, log), log
+    return read_with_log(sts.read, path)
 
 
 def test_registered() -> None:

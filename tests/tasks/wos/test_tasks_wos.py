@@ -13,6 +13,7 @@ from klue.errors import ProblemLog
 from klue.io.locate import DataRoots
 from klue.tasks.wos import TASK
 from klue.tasks.wos import records as wos
+from task_files import read_with_log, write_file
 
 
 def dialogue(guid: str = "wos-v1_dev_00000", **changes: Any) -> dict[str, Any]:
@@ -27,18 +28,11 @@ def dialogue(guid: str = "wos-v1_dev_00000", **changes: Any) -> dict[str, Any]:
 
 
 def write(tmp_path: Path, content: Any, name: str = "wos.json") -> Path:
-    path = tmp_path / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False),
-                        encoding="utf-8")
-    return path
+    return write_file(tmp_path / name, content)
 
 
 def read(path: Path) -> tuple[list[wos.WosTurn], ProblemLog]:
-    log = ProblemLog(str(path))
-    return wos.read(path, log), log
+    return read_with_log(wos.read, path)
 
 
 def test_registered() -> None:

@@ -13,6 +13,7 @@ from klue.errors import ProblemLog
 from klue.io.locate import DataRoots
 from klue.tasks.ynat import TASK
 from klue.tasks.ynat import records as ynat
+from task_files import read_with_log, write_file
 
 
 def headline(i: int, label: str = "사회", **changes: Any) -> dict[str, Any]:
@@ -28,18 +29,11 @@ def headline(i: int, label: str = "사회", **changes: Any) -> dict[str, Any]:
 
 
 def write(tmp_path: Path, content: Any) -> Path:
-    path = tmp_path / "ynat.json"
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content if isinstance(content, str) else json.dumps(content, ensure_ascii=False),
-                        encoding="utf-8")
-    return path
+    return write_file(tmp_path / "ynat.json", content)
 
 
 def read(path: Path) -> tuple[list[ynat.YnatRecord], ProblemLog]:
-    log = ProblemLog(str(path))
-    return ynat.read(path, log), log
+    return read_with_log(ynat.read, path)
 
 
 def test_registered() -> None:

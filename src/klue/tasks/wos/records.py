@@ -21,7 +21,7 @@ from typing import Any
 
 from klue.errors import DataError, ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, describe, guid_locations, item_path, load_json_list
+from klue.io.fields import Fields, describe, item_path, read_json_objects
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
 from klue.tasks.kinds import prediction_parser, present
@@ -257,17 +257,14 @@ def dialogue_from(fields: Fields, slots: Iterable[str], empty_sys_state_ok: bool
 def read_dialogues(path: Path, log: ProblemLog) -> list[WosDialogue]:
     """Read an official WoS JSON file as dialogues (slots checked against the ontology next to the file,
     else the official 45 keys); every problem goes to `log` with its JSON path."""
-    items = load_json_list(path, log, "WoS dialogues")
-    if items is None:
-        return []
-    slots = slots_for(path, log)
-    dialogues = []
-    for index, item in enumerate(items):
-        dialogue = dialogue_from(Fields(item, item_path("$", index), log), slots)
-        if dialogue is not None:
-            dialogues.append(dialogue)
-    check_unique_guids(guid_locations(items), log)
-    return dialogues
+    slots: list[frozenset[str]] = []  # read at the first object, once the file is known to be a list
+
+    def dialogue(fields: Fields) -> WosDialogue | None:
+        if not slots:
+            slots.append(slots_for(path, log))
+        return dialogue_from(fields, slots[0])
+
+    return read_json_objects(path, log, "WoS dialogues", dialogue)
 
 
 def turn_guid(dialogue_guid: str, k: int) -> str:

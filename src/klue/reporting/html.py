@@ -305,15 +305,17 @@ class _Page:
 
     def curves(self, info: TaskInfo, row: Row) -> str:
         charts = []
+        # (step, values by name) of every point of every seed, built once for all the charts
+        curves = [[(float(p.step), p.values()) for p in r.learning_curve] for _, r in row.runs]
         keys: list[str] = []
-        for _, r in row.runs:
-            for point in r.learning_curve:
-                keys += [k for k in point.values() if k not in keys and k not in _CURVE_SKIP]
+        for curve in curves:
+            for _, values in curve:
+                keys += [k for k in values if k not in keys and k not in _CURVE_SKIP]
         x_key = "step"
         for key in keys:
             series = []
-            for i, (_, r) in enumerate(row.runs):
-                pts = tuple((float(p.step), float(p.values()[key])) for p in r.learning_curve if key in p.values())
+            for i, ((_, r), curve) in enumerate(zip(row.runs, curves, strict=True)):
+                pts = tuple((step, float(values[key])) for step, values in curve if key in values)
                 if pts:
                     series.append(svg.Series(f"seed {r.seed}", pts, i))
             if series:

@@ -48,11 +48,7 @@ class ScoreResult:
 
 def read_gold(task: Task[Any, Any], path: Path, gold_format: str | None = None) -> tuple[list[Any], list[Problem]]:
     """Gold records through the task's official reader (or `task.other_readers[gold_format]`)."""
-    try:
-        reader = task.reader(gold_format)
-    except DataError:
-        known = ", ".join(["official", *task.other_readers])
-        raise DataError(f"unknown gold format {gold_format!r} for {task.name}; formats: {known}") from None
+    reader = task.reader(gold_format, "gold format")
     log = ProblemLog(str(path))
     records = reader(path, log)
     log.raise_if_errors()

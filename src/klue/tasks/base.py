@@ -195,13 +195,14 @@ class Task(Generic[RecordT, PredictionT]):
             raise DataError(f"{self.name} reports no metric {name!r}; its metrics: {', '.join(self.metric_specs)}")
         return self.metric_specs[name]
 
-    def reader(self, name: str | None) -> Callable[[Path, ProblemLog], list[RecordT]]:
-        """The official reader (`None` or "official") or one of `other_readers`; DataError naming them."""
+    def reader(self, name: str | None, what: str = "format") -> Callable[[Path, ProblemLog], list[RecordT]]:
+        """The official reader (`None` or "official") or one of `other_readers`; DataError naming them
+        (`what` says which option named it: "gold format", ...)."""
         if name is None or name == OFFICIAL_READER:
             return self.read
         if name not in self.other_readers:
             known = ", ".join([OFFICIAL_READER, *self.other_readers])
-            raise DataError(f"unknown format {name!r} for {self.name}; formats: {known}")
+            raise DataError(f"unknown {what} {name!r} for {self.name}; formats: {known}")
         return self.other_readers[name]
 
     def evaluate(self, golds: Sequence[RecordT], preds: Sequence[PredictionT], mode: MetricMode) -> MetricReport:

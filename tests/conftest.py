@@ -70,3 +70,21 @@ def protocol_slice(klue_data_dir: Path, shared_data_dir: Path) -> SliceMaker:
         return dataclasses.replace(full, train=full.train[:n_train], eval=full.eval[:n_eval])
 
     return make
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Any:
+    """A directory no process here can write (tests/filesystems.py)."""
+    from filesystems import read_only_dir as make
+
+    with make(tmp_path / "read-only") as path:
+        yield path
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Any:
+    """A 16 KiB file system (tests/filesystems.py); skipped unless a tmpfs can be mounted."""
+    from filesystems import full_disk as make
+
+    with make(tmp_path / "full-disk") as path:
+        yield path

@@ -19,3 +19,21 @@ def test_an_option_problem_is_its_message_alone() -> None:
     assert str(DataError("unknown head option head.x")) == "unknown head option head.x"
     assert str(Problem("", "", "checkpoint is old", "warning")) == "warning: checkpoint is old"
     assert str(DataError("model dir has no config.json", "runs/x")) == "runs/x: error: model dir has no config.json"
+
+
+def test_the_cli_line_says_error_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    bad = tmp_path / "gold.jsonl"
+    bad.write_text("[", encoding="utf-8")
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("", encoding="utf-8")
+    found = ProblemLog(str(bad))
+    found.error("line 20", "invalid JSON")
+    assert DataError(found.problems).summary(name_errors=False) == f"{bad}:line 20: invalid JSON"
+    run = subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", "score", "--task", "nli",
+                          "--gold", str(bad), "--predictions", str(predictions)], capture_output=True, text=True, check=False)
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"klue: error: {bad}:")
+    assert run.stderr.count("error:") == 1, run.stderr

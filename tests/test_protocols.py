@@ -183,3 +183,24 @@ def test_every_registered_protocol_describes_itself_as_not_official(klue_data_di
             assert not data.official and "not" in data.description and "official" in data.description, name
             assert data.description.count(". ") == 0  # one sentence
             assert all(len(s.git_blob) == 40 for s in data.sources)
+
+
+def test_files_protocol_keeps_groups_whole_and_is_never_official(roots: DataRoots, tmp_path: Path) -> None:
+    """`files` on one file: selection and eval carved by group hash (3 items per group), train the rest."""
+    task = fake_task()
+    train = roots.klue / "fake" / "train.json"
+    data = protocols.resolve_files(task, train, eval_fraction=0.25)
+    parts = [data.train, data.selection or [], data.eval]
+    assert all(parts) and sum(map(len, parts)) == 600
+    assert not (groups(parts[0]) & groups(parts[1]) or groups(parts[0]) & groups(parts[2])
+                or groups(parts[1]) & groups(parts[2]))
+    assert data.protocol == "files" and not data.official and "not official" in data.description
+    assert data.description.count(". ") == 0  # one sentence
+    assert [s.n_examples for s in data.sources] == list(map(len, parts))
+    assert {s.git_blob for s in data.sources} == {git_blob_sha1(train)}
+    # two files: eval whole, selection still carved from train; the heldout protocol's slice exactly
+    two = protocols.resolve_files(task, train, roots.klue / "fake" / "dev.json")
+    held = protocols.resolve(task, "heldout", roots)
+    assert (two.train, two.selection, two.eval) == (held.train, held.selection, held.eval)
+    # `files` and `hf` stay out of the generic list: neither reads the data roots' official files
+    assert "files" not in protocols.names(task) and "hf" not in protocols.available(task, roots)

@@ -73,6 +73,29 @@ def test_invalid_results_are_refused_on_read(tmp_path: Path) -> None:
         read_results(path)
 
 
+def test_a_data_source_sha256_round_trips_and_older_files_without_it_read(tmp_path: Path) -> None:
+    """`data_sources[].sha256` is optional: a file written before it existed reads (sha256 None), a new
+    one keeps it, and a key the schema does not know is still refused."""
+    path = tmp_path / "results.json"
+    source = DataSource("train.tsv", "d" * 40, 10, "train (whole file)", "e" * 64)
+    write_results(path, ok_results(data_sources=[source]))
+    assert json.loads(path.read_text())["data_sources"][0]["sha256"] == "e" * 64
+    assert read_results(path).data_sources == [source]
+    old = ok_results().to_json()
+    del old["data_sources"][0]["sha256"]  # what every results.json written before the field holds
+    assert set(old["data_sources"][0]) == {"path", "git_blob", "n_examples", "used_as"}
+    path.write_text(json.dumps(old))
+    assert read_results(path).data_sources == [DataSource("klue-nli-v1.1/klue-nli-v1.1_dev.json", "d" * 40, 600,
+                                                          "eval")]
+    assert read_results(path).data_sources[0].sha256 is None
+    old["data_sources"][0]["md5"] = "f" * 32
+    path.write_text(json.dumps(old))
+    with pytest.raises(DataError, match=r"data_sources\[0\] has unknown fields \['md5'\]"):
+        read_results(path)
+    with pytest.raises(DataError, match=r"data_sources\[0\].sha256 must be a string or null"):
+        write_results(path, ok_results(data_sources=[DataSource("x", "d" * 40, 1, "eval", 5)]))  # type: ignore[arg-type]
+
+
 def test_version_1_files_are_read_and_upgraded(tmp_path: Path) -> None:
     """A klue.results/1 file (flat learning-curve points, training figures among the hyper-parameters)."""
     v1 = {"schema_version": "klue.results/1", "task": "nli", "task_version": "1", "model": "tiny",

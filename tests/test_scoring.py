@@ -253,3 +253,122 @@ def test_the_judge_scores_the_written_file(protocol_slice: Any, tmp_path: Path) 
     assert results.data_sources == list(data.sources) and results.n_train == 30 and results.n_eval == 60
     assert results.library_versions and results.created_at and results.predictions_file == PREDICTIONS_FILE
     assert read_results(tmp_path / RESULTS_FILE) == results
+
+
+DP_HEADER = "## a\n## b\n## c\n## d\n## INDEX\tWORD_FORM\tLEMMA\tPOS\tHEAD\tDEPREL\n"
+DP_GOLD = (DP_HEADER + "## s1\t행사는 끝났다.\n1\t행사는\t행사 는\tNNG+JX\t2\tNP_SBJ\n2\t끝났다.\t끝나 았 다 .\t"
+           "VV+EP+EF+SF\t0\tVP\n\n## s2\t그래\n1\t그래\t그래\tIC\t0\tIP\n\n")
+
+
+@pytest.mark.parametrize("heads, words", [([2, 99], "head 99 is outside 0..2"), ([-1, 0], "head -1 is outside 0..2")])
+def test_dp_heads_outside_the_sentence_are_errors_naming_the_guid(tmp_path: Path, heads: list[int],
+                                                                   words: str) -> None:
+    gold = tmp_path / "gold" / "klue-dp-v1.1_dev.tsv"
+    gold.parent.mkdir()
+    gold.write_text(DP_GOLD, encoding="utf-8")
+    predictions = _write_jsonl(tmp_path / "p.jsonl", [{"guid": "s1", "heads": heads, "deprels": ["NP_SBJ", "VP"]},
+                                                      {"guid": "s2", "heads": [0], "deprels": ["IP"]}])
+    with pytest.raises(DataError) as info:
+        score_files(registry.get("dp"), gold, predictions)
+    assert [(p.path, p.location) for p in info.value.problems] == [(str(predictions), "s1")]
+    assert words in info.value.problems[0].message
+
+
+def test_re_probabilities_outside_0_1_are_errors(shared_data_dir: Path, tmp_path: Path) -> None:
+    gold = shared_data_dir / CASES / "re/gold.json"
+    path, objects = _gold_jsonl("re", gold, tmp_path / "re.jsonl")
+    objects[1]["probs"][0] = -0.25
+    objects[4]["probs"][2] = 1.5
+    _write_jsonl(path, objects)
+    message = _error("re", gold, path)
+    assert f"line 2: error: {objects[1]['guid']}: `probs` are probabilities between 0 and 1, found -0.25" in message
+    assert f"line 5: error: {objects[4]['guid']}" in message and "found 1.5 at index 2" in message
+
+
+def test_re_probabilities_not_summing_to_one_are_one_warning(shared_data_dir: Path, tmp_path: Path) -> None:
+    gold = shared_data_dir / CASES / "re/gold.json"
+    path, objects = _gold_jsonl("re", gold, tmp_path / "re.jsonl")
+    for obj in objects[:7]:
+        obj["probs"] = [p * 0.9 for p in obj["probs"]]  # sums to 0.9
+    spare = 1 if objects[7]["probs"][0] == 1.0 else 0
+    objects[7]["probs"][spare] = 5e-4  # sums to 1.0005: within the tolerance
+    _write_jsonl(path, objects)
+    result = score_files(registry.get("re"), gold, path)
+    assert result.report.scores["micro_f1"] == 100.0  # scored as given
+    (warning,) = [w for w in result.warnings if "sum" in w.message]
+    assert warning.severity == "warning" and warning.path == str(path)
+    assert warning.message.startswith("7 predictions have `probs` that do not sum to 1 (tolerance 0.001)")
+    assert repr(objects[0]["guid"]) in warning.message and "(first 5 of 7)" in warning.message
+    assert repr(objects[7]["guid"]) not in warning.message
+
+
+def test_mrc_gold_whose_offsets_miss_the_answer_scores_with_warnings(shared_data_dir: Path) -> None:
+    """The official metric reads only the answer texts: scoring accepts such gold (the reader's strict
+    check stays for `klue data validate`, tests/test_validate.py)."""
+    cases = shared_data_dir / CASES / "mrc"
+    result = score_files(registry.get("mrc"), cases / "gold_edge.json", cases / "pred_edge.json.gz")
+    lenient = score_files(registry.get("mrc"), cases / "gold_edge.json", cases / "pred_edge.json.gz",
+                          gold_format="unchecked-offsets")
+    assert result.report.scores == lenient.report.scores and result.gold_format == "official"
+    offsets = [w for w in result.warnings if "not the answer text" in w.message]
+    assert len(offsets) == 17 and offsets[0].message.startswith("edge-mrc_000: context[")
+    assert "'《서울의 봄》'" in offsets[0].message
+
+
+KORSTS = ("genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2\n"
+          "main-captions\tMSRvid\t2012test\t0000\t5.000\t한 남자가 춤을 춘다.\t남자가 춤을 춘다.\n"
+          "main-captions\tMSRvid\t2012test\t0002\t1.250\t아이가 말을 탄다.\t개가 달린다.\n")
+CONLLU = ("# sent_id = c1\n# text = 김철수 씨\n"
+          "1\t김철수\t김철수\tPROPN\tNNP\t_\t0\troot\t_\t_\n2\t씨\t씨\tNOUN\tNNB\t_\t1\tflat:name\t_\t_\n\n"
+          "# sent_id = c2\n1\t그래\t그래\tINTJ\tIC\t_\t0\troot\t_\t_\n\n")
+
+
+def _gold_file(tmp_path: Path, relative: str, text: str) -> Path:
+    path = tmp_path / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("task, relative, text, expected", [
+    ("sts", "korsts/dev.tsv", KORSTS, "korsts"),
+    ("dp", "ud/ko_x-ud-dev.conllu", CONLLU, "conllu"),
+    ("dp", "ud/klue-dp-v1.1_dev.tsv", DP_GOLD, "official"),
+])
+def test_the_gold_format_is_told_as_validate_tells_it(tmp_path: Path, task: str, relative: str, text: str,
+                                                      expected: str) -> None:
+    from klue import validate
+    from klue.scoring import gold_format_for
+
+    gold = _gold_file(tmp_path, relative, text)
+    assert gold_format_for(registry.get(task), gold, None) == expected == validate.detect(gold, task).reader
+    assert gold_format_for(registry.get(task), gold, "official") == "official"  # --gold-format wins
+    predictions, _ = _gold_jsonl(task, gold, tmp_path / "p.jsonl")
+    result = score_files(registry.get(task), gold, predictions)
+    assert result.gold_format == expected and result_to_json(result)["gold_format"] == expected
+    assert all(v == pytest.approx(100.0) for v in result.report.scores.values())
+
+
+@pytest.mark.parametrize("task, text, other, first", [
+    ("sts", KORSTS, "korsts", "invalid JSON"),
+    ("dp", CONLLU, "conllu", "no `## <guid>` header"),
+])
+def test_a_gold_file_in_another_format_gets_the_gold_format_to_pass(tmp_path: Path, task: str, text: str,
+                                                                    other: str, first: str) -> None:
+    from klue.scoring import gold_format_for
+
+    gold = _gold_file(tmp_path, "plain/gold.txt", text)  # a name that tells nothing: its content tells
+    assert gold_format_for(registry.get(task), gold, None) == other
+    predictions = _write_jsonl(tmp_path / "p.jsonl", [{"guid": "x"}])
+    with pytest.raises(DataError) as info:  # named wrongly on purpose: the error names the one that reads it
+        score_files(registry.get(task), gold, predictions, gold_format="official")
+    hint, *rest = info.value.problems
+    assert hint.message.endswith(f"it reads cleanly as {other!r} (2 examples): pass --gold-format {other}")
+    assert rest and first in rest[0].message and len(rest) <= 6
+
+
+def test_no_hint_when_no_other_format_reads_the_file(tmp_path: Path) -> None:
+    gold = _gold_file(tmp_path, "plain/gold.json", "{\"broken\": ")
+    with pytest.raises(DataError) as info:
+        score_files(registry.get("sts"), gold, _write_jsonl(tmp_path / "p.jsonl", [{"guid": "x"}]))
+    assert "--gold-format" not in info.value.summary()

@@ -94,3 +94,13 @@ def run(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_d
         train_examples_per_s=_per_second(len(protocol_data.train), train_time),
         eval_examples_per_s=_per_second(len(protocol_data.eval), predict_time))
     return judge(task, protocol_data, out_dir, mode, producer)
+
+
+def run_locked(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
+               mode: MetricMode = "official") -> Results:
+    """`run` holding `out_dir` (klue.io.lock): what `klue train --model classic` calls. The benchmark's cells
+    call `run` directly, under the benchmark's own lock."""
+    from klue.io.lock import exclusive
+
+    with exclusive(Path(out_dir), f"klue train {task.name} classic"):
+        return run(task, protocol_data, seed, out_dir, mode)

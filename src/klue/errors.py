@@ -27,10 +27,16 @@ class Problem:
     severity: Severity = "error"
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, name_errors: bool = True) -> str:
+        """`path:location: severity: message`; `name_errors=False` leaves out the word "error" (a CLI line
+        that already starts "klue: error:" need not say it twice)."""
         where = f"{self.path}:{self.location}" if self.location else self.path
-        if not where:  # a problem with an option, not a file: no empty place, no "error: error:" in the CLI
-            return self.message if self.severity == "error" else f"{self.severity}: {self.message}"
-        return f"{where}: {self.severity}: {self.message}"
+        # A pathless error is an option's problem: its message alone (the CLI adds "klue: error:").
+        unsaid = self.severity == "error" and not (name_errors and where)
+        severity = "" if unsaid else f"{self.severity}: "
+        return f"{where}: {severity}{self.message}" if where else f"{severity}{self.message}"
 
 
 class DataError(Exception):
@@ -42,9 +48,9 @@ class DataError(Exception):
         self.problems: list[Problem] = list(problems)
         super().__init__(self.summary())
 
-    def summary(self, limit: int = 20) -> str:
+    def summary(self, limit: int = 20, name_errors: bool = True) -> str:
         errors = [p for p in self.problems if p.severity == "error"] or self.problems
-        lines = [str(p) for p in errors[:limit]]
+        lines = [p.text(name_errors) for p in errors[:limit]]
         if len(errors) > limit:
             lines.append(f"... and {len(errors) - limit} more problems")
         return "\n".join(lines)

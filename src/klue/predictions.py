@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ from klue.io.atomic import write_jsonl_atomic
 from klue.tasks.base import Task
 
 SHOWN_GUIDS = 5  # how many offending guids a message names before giving the count
+# How far a prediction's `probs` may sum from 1 before a warning: wide enough for float32 softmax outputs
+# written as text, narrow enough to catch scores that are not probabilities at all.
+PROBABILITY_SUM_TOLERANCE = 1e-3
 
 
 def read_prediction_text(path: Path) -> str:
@@ -181,7 +185,26 @@ def read_predictions(task: Task[Any, Any], path: Path, gold_guids: Sequence[str]
         first_seen[guid] = location
         by_guid[guid] = prediction
     log.raise_if_errors()
-    return by_guid, kind, log.warnings
+    warnings = log.warnings
+    unnormalised = probabilities_not_summing_to_one(by_guid)
+    if unnormalised:
+        # One warning for the file, not one per line (such files usually have it on most lines), first so
+        # that a summary shows it.
+        warnings.insert(0, Problem(str(path), "", f"{len(unnormalised)} predictions have `probs` that do not sum "
+                                f"to 1 (tolerance {PROBABILITY_SUM_TOLERANCE:g}): {name_list(unnormalised)}; "
+                                "scored as given", "warning"))
+    return by_guid, kind, warnings
+
+
+def probabilities_not_summing_to_one(by_guid: Mapping[str, Any]) -> list[str]:
+    """The guids, in file order, of the predictions whose `probs` (the field of tasks that predict one
+    probability per label) do not sum to 1 within `PROBABILITY_SUM_TOLERANCE`."""
+    off = []
+    for guid, prediction in by_guid.items():
+        probs = getattr(prediction, "probs", None)
+        if probs is not None and abs(math.fsum(probs) - 1.0) > PROBABILITY_SUM_TOLERANCE:
+            off.append(guid)
+    return off
 
 
 def align(gold_guids: Sequence[str], by_guid: Mapping[str, Any], predictions_path: str) -> list[Any]:

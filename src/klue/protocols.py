@@ -14,6 +14,18 @@ files; `HashSplitProtocol`: one file split by group hash, plus whole extra files
 (the records that share a task's group key: one premise's pairs, one context's questions, one dialogue's
 turns) never straddle a split, so no example leaks across it.
 Every protocol's description says what it is; only `official` is official.
+
+Two protocols read data from elsewhere than the data roots:
+
+- `files` (`resolve_files`): files the user names, each in any format the task reads (the official one,
+  KorNLI/KorSTS TSV, CoNLL-U, SQuAD, ..., a `datasets` save_to_disk directory, a parquet file; told
+  from the file when not given). Without a selection file the selection set is a 10% slice of train by
+  group hash (as `heldout` carves it); with `eval_fraction` and no eval file, the evaluation part is
+  split from the train file by the same hash. Each file is recorded with its path, git blob id, sha256
+  and example count.
+- `hf` (`resolve_hf`, or `resolve(task, "hf", roots)`): the Hugging Face hub copy `klue/klue` at the
+  pinned revision (v1 content, not v1.1), train minus a 10% group-hash slice for selection, evaluated on
+  its validation split; labels mapped by name.
 """
 
 from __future__ import annotations
@@ -23,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from klue.errors import DataError, ProblemLog
+from klue.errors import DataError, Problem, ProblemLog
+from klue.io import formats, hf
 from klue.io.locate import DataRoots, FileRef, how_to_get, how_to_get_extra
-from klue.io.provenance import DataSource, data_source
+from klue.io.provenance import DataSource, FileIdentity, data_source, identify, named_source
 from klue.io.release import FileRole
-from klue.io.splits import split_by_key
+from klue.io.splits import hash_fraction, split_by_key
+from klue.tasks import hf_copy
 from klue.tasks.base import (
     DEFAULT_LOCAL_PROTOCOL,
     FileProtocol,
@@ -36,12 +50,15 @@ from klue.tasks.base import (
     Reader,
     Task,
 )
+from klue.tasks.kinds import check_format, formats_of, infer_format
 
 OFFICIAL = "official"
 HELDOUT = "heldout"
 DEV_80_20 = DEFAULT_LOCAL_PROTOCOL
 GENERIC_PROTOCOLS: tuple[str, ...] = (OFFICIAL, HELDOUT, DEV_80_20)
 HELDOUT_FRACTION = 0.10  # share of train (by group hash) kept out for checkpoint selection
+FILES = "files"  # user-named files (resolve_files); not a generic protocol: it reads no data root
+HF = "hf"  # the hub's klue/klue copy (resolve_hf)
 DEV_TRAIN_FRACTION = 0.80  # share of dev (by group hash) used for training under local:dev-80-20
 
 RecordT = TypeVar("RecordT")
@@ -132,7 +149,15 @@ def split_by_group(task: Task[Any, Any], records: Sequence[Any], fraction: float
 
 
 def resolve(task: Task[Any, Any], name: str, roots: DataRoots) -> ProtocolData[Any]:
-    """The data of protocol `name` for `task`, read and split; DataError if unknown or not available."""
+    """The data of protocol `name` for `task`, read and split; DataError if unknown or not available.
+
+    `hf` loads the hub copy (`resolve_hf`); `files` needs the files named, so it is `resolve_files`.
+    """
+    if name == HF:
+        return resolve_hf(task, roots=roots)
+    if name == FILES:
+        raise DataError("protocol 'files' reads the files you name: give --train (and --eval or --eval-fraction)",
+                        "protocol")
     refs = file_refs(task, name)
     absent = [ref for ref in refs if not ref.exists(roots)]
     if absent:
@@ -242,3 +267,218 @@ def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Pro
                    f"({len(train):,} examples) and evaluated on the other {100 - pct}% ({len(evaluation):,} "
                    f"examples), split by a stable hash of {_grouping(task, dev)}")
     return ProtocolData(DEV_80_20, False, description, train, evaluation, None, sources, roots)
+
+
+# ------------------------------------------------------------------------------------ files
+
+
+# `formats_of` and `infer_format` (imported above from klue.tasks.kinds) are the rule every command tells a
+# file's format by; they stay importable from here for the callers of the `files` protocol.
+
+
+@dataclass(frozen=True)
+class NamedFile:
+    """A file (or `datasets` directory) the user named, read whole."""
+
+    shown: str  # as given: a path, or DIR:split
+    format: str
+    inferred: bool  # the format was told from the file, not given
+    records: list[Any]
+    identity: FileIdentity
+
+
+def _format_hint(task: Task[Any, Any], role: str, fmt: str) -> Problem:
+    return Problem("", "", f"--{role} was read as the {fmt!r} format, told from the file; name another with "
+                   f"--{role}-format ({', '.join(formats_of(task))})")
+
+
+def _read_hf(task: Task[Any, Any], path: Path, fmt: str) -> tuple[list[Any], str, Path]:
+    """Records of a `datasets` directory or a parquet file, how to show it, and what identifies it."""
+    opened = hf_copy.open_copy(path, fmt)
+    return hf_copy.read_rows(task, opened.dataset, opened.shown), opened.shown, opened.identified
+
+
+def read_named(task: Task[Any, Any], path: Path, fmt: str | None = None, role: str = "train") -> NamedFile:
+    """Read a user-named file whole in `fmt` (told from the file when None); DataError listing every
+    problem, with a hint on naming the format when it was told and the file did not read."""
+    inferred = fmt is None
+    chosen = infer_format(task, path) if fmt is None else fmt
+    check_format(task, chosen, f"--{role}-format")
+    try:
+        if chosen in formats.HF_FORMATS:
+            records, shown, identified = _read_hf(task, path, chosen)
+        else:
+            if not path.is_file():
+                raise DataError("no such file" if not path.exists() else "is not a file", path)
+            records, shown, identified = read_checked(task.reader(chosen, f"--{role}-format"), path), str(path), path
+    except DataError as error:
+        if inferred and error.problems and error.problems[0].path:  # a file's problems, not a bad option
+            raise DataError([_format_hint(task, role, chosen), *error.problems]) from None
+        raise
+    if not records:
+        raise DataError(f"no {task.name} records in this file (read as {chosen!r})", path)
+    return NamedFile(shown, chosen, inferred, records, identify(identified))
+
+
+def carve(task: Task[Any, Any], records: Sequence[Any], selection_fraction: float | None,
+          eval_fraction: float | None) -> tuple[list[Any], list[Any], list[Any]]:
+    """(train, selection, eval) of one file by a stable hash of each record's group key h in [0, 1):
+    selection h < selection_fraction (the slice `heldout` keeps out), eval h >= 1 - eval_fraction (the
+    part `local:dev-80-20` evaluates on), train the rest; order kept, a group never straddles parts."""
+    train: list[Any] = []
+    selection: list[Any] = []
+    evaluation: list[Any] = []
+    for record in records:
+        h = hash_fraction(task.group_key(record))
+        if selection_fraction is not None and h < selection_fraction:
+            selection.append(record)
+        elif eval_fraction is not None and h >= 1 - eval_fraction:
+            evaluation.append(record)
+        else:
+            train.append(record)
+    return train, selection, evaluation
+
+
+def _check_fractions(eval_path: Path | None, eval_fraction: float | None, carve_selection: bool) -> None:
+    if eval_path is None and eval_fraction is None:
+        raise DataError("protocol 'files' needs --eval FILE, or --eval-fraction to split the evaluation part from "
+                        "--train")
+    if eval_path is not None and eval_fraction is not None:
+        raise DataError("give --eval or --eval-fraction, not both (--eval-fraction splits --train when there is "
+                        "no eval file)")
+    ceiling = 1 - HELDOUT_FRACTION if carve_selection else 1.0
+    if eval_fraction is not None and not 0 < eval_fraction < ceiling:
+        kept = f" (with the {round(HELDOUT_FRACTION * 100)}% selection slice also taken from --train)" \
+            if carve_selection else ""
+        raise DataError(f"--eval-fraction must be above 0 and below {ceiling:g}{kept}, not {eval_fraction:g}")
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+def _file_words(named: NamedFile, count: str = "") -> str:
+    """`PATH (FORMAT format, told from the file[; COUNT])` for a description."""
+    how = "told from the file" if named.inferred else "as given"
+    return f"{named.shown} ({named.format} format, {how}{'; ' + count if count else ''})"
+
+
+def _overlap_note(task: Task[Any, Any], parts: Sequence[tuple[str, Sequence[Any]]]) -> str:
+    """A clause naming groups shared by parts read from different files (leakage the hash cannot stop)."""
+    notes = []
+    for i, (name_a, a) in enumerate(parts):
+        keys = {task.group_key(r) for r in a}
+        for name_b, b in parts[i + 1:]:
+            shared = keys & {task.group_key(r) for r in b}
+            if shared:
+                notes.append(f"{len(shared):,} groups appear in both {name_a} and {name_b}")
+    return f"; note: {', '.join(notes)}" if notes else ""
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One side of a `files` protocol: its records, its provenance entry, and how the description names it."""
+
+    records: list[Any]
+    source: DataSource
+    words: str
+
+
+def _whole(named: NamedFile, use: str, unit: str = "") -> _Part:
+    count = f"{len(named.records):,}{unit}"
+    return _Part(named.records, named_source(named.shown, named.identity, len(named.records), f"{use} (whole file)"),
+                 _file_words(named, count))
+
+
+def _carved(train: NamedFile, records: list[Any], use: str, fraction: float, words: str) -> _Part:
+    source = named_source(train.shown, train.identity, len(records), f"{use} ({_pct(fraction)} of train by group hash)")
+    return _Part(records, source, words)
+
+
+def _files_parts(task: Task[Any, Any], train: NamedFile, selection: NamedFile | None, evaluation: NamedFile | None,
+                 eval_fraction: float | None) -> tuple[_Part, _Part, _Part]:
+    """(train, selection, eval) of the `files` protocol: named files whole, the rest carved from train."""
+    kept, selected, held = carve(task, train.records, HELDOUT_FRACTION if selection is None else None,
+                                 None if evaluation is not None else eval_fraction)
+    grouping = _grouping(task, train.records)
+    if selection is not None:
+        selection_part = _whole(selection, "selection")
+    else:
+        selection_part = _carved(train, selected, "selection", HELDOUT_FRACTION,
+                                 f"a {_pct(HELDOUT_FRACTION)} slice of the train file chosen by a stable hash of "
+                                 f"{grouping} ({len(selected):,})")
+    if evaluation is not None:
+        eval_part = _whole(evaluation, "eval", " examples")
+    else:
+        assert eval_fraction is not None  # _check_fractions: an eval file or a fraction
+        eval_part = _carved(train, held, "eval", eval_fraction, f"a {_pct(eval_fraction)} part of the train "
+                            f"file split off by the same hash ({len(held):,} examples)")
+    taken = [f"a {_pct(HELDOUT_FRACTION)} selection slice"] if selection is None else []
+    taken += [f"a {_pct(eval_fraction)} eval part"] if evaluation is None and eval_fraction is not None else []
+    use = f"train (minus {' and '.join(taken)} by group hash)" if taken else "train (whole file)"
+    words = (f"{_file_words(train)} minus {' and '.join(taken)} ({len(kept):,} examples)" if taken
+             else _file_words(train, f"{len(kept):,} examples"))
+    train_part = _Part(kept, named_source(train.shown, train.identity, len(kept), use), words)
+    return train_part, selection_part, eval_part
+
+
+def resolve_files(task: Task[Any, Any], train: Path, eval: Path | None = None, selection: Path | None = None, *,
+                  train_format: str | None = None, eval_format: str | None = None,
+                  selection_format: str | None = None, eval_fraction: float | None = None,
+                  roots: DataRoots | None = None) -> ProtocolData[Any]:
+    """Protocol `files`: train on `train`, evaluate on `eval` (or on an `eval_fraction` split of `train` by
+    group hash), select checkpoints on `selection` (or on a 10% group-hash slice of `train`). Formats are
+    told from the files unless given (`formats_of(task)`); `roots` are passed on for task resources (the
+    WoS ontology). Never official. DataError for a bad option, an unreadable file or an empty part."""
+    _check_fractions(eval, eval_fraction, selection is None)
+    train_file = read_named(task, train, train_format, "train")
+    eval_file = read_named(task, eval, eval_format, "eval") if eval is not None else None
+    selection_file = read_named(task, selection, selection_format, "selection") if selection is not None else None
+    parts = _files_parts(task, train_file, selection_file, eval_file, eval_fraction)
+    for name, part in zip(("train", "selection", "eval"), parts):
+        if not part.records:
+            raise DataError(f"protocol 'files': the {name} part is empty ({train_file.shown} has "
+                            f"{len(train_file.records):,} records, split by a stable hash of "
+                            f"{_grouping(task, train_file.records)}); give a bigger file or name the {name} file",
+                            train_file.shown)
+    carved = selection_file is None or eval_file is None
+    # Parts carved from one file by group hash share no group; parts read from different files may.
+    separate = [("the train file", train_file.records)]
+    separate += [("the selection file", selection_file.records)] if selection_file is not None else []
+    separate += [("the eval file", eval_file.records)] if eval_file is not None else []
+    train_part, selection_part, eval_part = parts
+    description = (f"local protocol `files`, not official: trained on {train_part.words}, checkpoints selected on "
+                   f"{selection_part.words}, evaluated on {eval_part.words}"
+                   f"{'; no group straddles the split' if carved else ''}{_overlap_note(task, separate)}")
+    return ProtocolData(FILES, False, description, train_part.records, eval_part.records, selection_part.records,
+                        tuple(part.source for part in parts), roots)
+
+
+# ------------------------------------------------------------------------------------ hf
+
+
+def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: str = hf.HF_DATASET,
+               cache_dir: Path | None = None, roots: DataRoots | None = None) -> ProtocolData[Any]:
+    """Protocol `hf`: the hub copy `repo` (klue/klue) of the task at `revision`, loaded through
+    `datasets.load_dataset` (its cache; HF_DATASETS_OFFLINE=1 reads only the cache): trained on its train
+    split minus a 10% group-hash slice kept for checkpoint selection, evaluated on its validation split.
+    v1 content, never official. DataError (one sentence) when `datasets` is absent or the copy cannot be
+    had; a DataError listing every row problem when rows do not map onto records."""
+    hf_copy.reader_of(task)  # a task without a mapping is refused before anything loads
+    loaded = hf.load_hub(task.name, revision, repo, cache_dir)
+    where = f"hf:{repo}@{revision[:12]}/{task.name}"
+    full_train = hf_copy.read_rows(task, hf.hub_split(loaded, "train", where), f"{where}/train")
+    evaluation = hf_copy.read_rows(task, hf.hub_split(loaded, "validation", where), f"{where}/validation")
+    selection, train = split_by_group(task, full_train, HELDOUT_FRACTION)
+    pct = _pct(HELDOUT_FRACTION)
+    sources = (DataSource(f"{where}/train", revision, len(train), f"train ({100 - HELDOUT_FRACTION * 100:g}% of the "
+                                                                  "hub train split by group hash)"),
+               DataSource(f"{where}/train", revision, len(selection), f"selection ({pct} of the hub train split "
+                                                                      "by group hash)"),
+               DataSource(f"{where}/validation", revision, len(evaluation), "eval (the hub validation split)"))
+    description = (f"Hugging Face protocol, not official: the hub copy {repo} at revision {revision[:12]} (v1 "
+                   f"content, not the v1.1 files), trained on its {task.name} train split minus a {pct} slice "
+                   f"chosen by a stable hash of {_grouping(task, full_train)} ({len(train):,} examples), "
+                   f"checkpoints selected on that slice ({len(selection):,}), evaluated on its validation split "
+                   f"({len(evaluation):,} examples); labels mapped by name")
+    return ProtocolData(HF, False, description, train, evaluation, selection, sources, roots)

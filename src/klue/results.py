@@ -12,13 +12,14 @@ Version history
   measured about itself (best step, device, parameter count, ...) moved out of `hyperparameters` into a
   typed `training` summary; typed learning-curve points (`step`, `epoch`, `loss`, `learning_rate`,
   `examples_per_s`, `selection`: metric -> score). Version 1 files are read and upgraded.
+  Later, within version 2: `data_sources[].sha256` (optional, null where unknown); files without it read.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +168,10 @@ class Results:
             problems += _number_map_problems(f"learning_curve[{i}]", point.values())
         for i, source in enumerate(self.data_sources):
             if not isinstance(source, DataSource):
-                problems.append(f"data_sources[{i}] is not a DataSource {{path, git_blob, n_examples, used_as}}")
+                problems.append(f"data_sources[{i}] is not a DataSource {{path, git_blob, n_examples, used_as, "
+                                "sha256}")
+            elif source.sha256 is not None and not isinstance(source.sha256, str):
+                problems.append(f"data_sources[{i}].sha256 must be a string or null, found {source.sha256!r}")
         if problems:
             raise DataError(f"invalid results ({where}): " + "; ".join(problems), where)
 
@@ -202,16 +206,31 @@ def _typed_parts(obj: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(confusion, dict) or set(confusion) != {"labels", "counts"}:
             raise ValueError("confusion must be {labels, counts}")
         out["confusion"] = ConfusionMatrix(tuple(confusion["labels"]), tuple(tuple(row) for row in confusion["counts"]))
-    sources = obj.get("data_sources") or []
-    for i, source in enumerate(sources):
-        missing = [f.name for f in fields(DataSource) if not isinstance(source, dict) or f.name not in source]
-        if missing:
-            raise ValueError(f"data_sources[{i}] lacks {missing}")
-    out["data_sources"] = [DataSource(**s) for s in sources]
+    out["data_sources"] = [_data_source(i, s) for i, s in enumerate(obj.get("data_sources") or [])]
     out["learning_curve"] = [CurvePoint.from_json(p) for p in obj.get("learning_curve") or []]
     if obj.get("training") is not None:
         out["training"] = TrainingSummary(**obj["training"])
     return out
+
+
+# The DataSource fields every entry must have: those without a default (a field added later has one, so
+# files written before it still read).
+_REQUIRED_SOURCE_FIELDS = tuple(f.name for f in fields(DataSource) if f.default is MISSING)
+_SOURCE_FIELDS = frozenset(f.name for f in fields(DataSource))
+
+
+def _data_source(index: int, source: Any) -> DataSource:
+    """One `data_sources` entry; TypeError or ValueError naming it when it is no object, or a required field
+    is missing or one is unknown."""
+    if not isinstance(source, dict):
+        raise TypeError(f"data_sources[{index}] must be an object, not {type(source).__name__}")
+    missing = [name for name in _REQUIRED_SOURCE_FIELDS if name not in source]
+    if missing:
+        raise ValueError(f"data_sources[{index}] lacks {missing}")
+    unknown = sorted(set(source) - _SOURCE_FIELDS)
+    if unknown:
+        raise ValueError(f"data_sources[{index}] has unknown fields {unknown}")
+    return DataSource(**source)
 
 
 def _upgrade_v1(obj: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 A file's task comes from `--task`, else from its name: an official file name (`klue-nli-v1.1_dev.json`),
 an extension or name part that names one of a task's other readers (`.conllu`, `kornli/`), or a task
-name or alias among the parts of the name (`klue-ner-v1.1_train.first5000.tsv`). Official resource
-files (`relation_list.json`, `ontology.json`) are checked by their task's resource reader. A directory is
-searched for files whose task can be told.
+name or alias among the parts of the name (`klue-ner-v1.1_train.first5000.tsv`). Its format is told by
+the rule every command uses (`klue.tasks.kinds.infer_format`), so a parquet file or a `datasets`
+save_to_disk directory (`DIR` or `DIR:split`) is read as the Hugging Face copy it is. Official resource
+files (`relation_list.json`, `ontology.json`) are checked by their task's resource reader. Any other
+directory is searched for files whose task can be told.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from typing import Any
 
 from klue import registry
 from klue.errors import DataError, HasProblems, Problem, ProblemLog
+from klue.io import formats
 from klue.io.hashing import git_blob_sha1
 from klue.io.release import OfficialFile
 from klue.tasks.base import OFFICIAL_READER, Task
+from klue.tasks.kinds import infer_format, read_records
 
 DATA_SUFFIXES = (".json", ".tsv", ".conllu")
 RESOURCE_READER = "resource"
@@ -27,7 +31,7 @@ RESOURCE_READER = "resource"
 @dataclass(frozen=True)
 class Detected:
     task: Task[Any, Any]
-    reader: str  # "official", "resource", or a key of task.other_readers
+    reader: str  # "official", "resource", a key of task.other_readers, "datasets" or "parquet"
     official: OfficialFile | None  # the official file this path is named after, if any
 
 
@@ -48,27 +52,9 @@ class FileReport(HasProblems):
         }
 
 
-def _name_parts(path: Path) -> set[str]:
-    text = f"{path.parent.name}/{path.name}".lower()
-    return {part for part in re.split(r"[/_.\-\s]+", text) if part}
-
-
 def _official_by_name(name: str) -> list[tuple[Task[Any, Any], OfficialFile]]:
     return [(task, entry) for task in registry.all_tasks() for entry in task.files
             if Path(entry.path).name == name]
-
-
-def _mentions(key: str, path: Path) -> bool:
-    """Whether a file's extension, name or folder names `key` (a reader or task name)."""
-    key = key.lower()
-    if key == path.suffix.lower().lstrip(".") or key in _name_parts(path):
-        return True
-    # longer keys may span separators ("ynat-resplit") or sit inside a word ("kornli")
-    return len(key) >= 4 and key in f"{path.parent.name}/{path.name}".lower()
-
-
-def _reader_key(task: Task[Any, Any], path: Path) -> str:
-    return next((key for key in task.other_readers if _mentions(key, path)), OFFICIAL_READER)
 
 
 def detect(path: Path, task_name: str | None = None) -> Detected:
@@ -77,20 +63,20 @@ def detect(path: Path, task_name: str | None = None) -> Detected:
     if task_name is not None:
         task = registry.get(task_name)
         entry = next((e for t, e in official if t is task), None)
-        reader = RESOURCE_READER if entry is not None and entry.role == "resource" else _reader_key(task, path)
+        reader = RESOURCE_READER if entry is not None and entry.role == "resource" else infer_format(task, path)
         return Detected(task, reader, entry)
     if len(official) == 1:
         task, entry = official[0]
         return Detected(task, RESOURCE_READER if entry.role == "resource" else OFFICIAL_READER, entry)
     by_reader = {task.name: key for task in registry.all_tasks() for key in task.other_readers
-                 if _mentions(key, path)}
+                 if formats.mentions(key, path)}
     if len(by_reader) == 1:
         name, key = next(iter(by_reader.items()))
         return Detected(registry.get(name), key, None)
     named = [task for task in registry.all_tasks()
-             if any(_mentions(key, path) for key in (task.name, *task.aliases))]
+             if any(formats.mentions(key, path) for key in (task.name, *task.aliases))]
     if len(named) == 1:
-        return Detected(named[0], _reader_key(named[0], path), None)
+        return Detected(named[0], infer_format(named[0], path), None)
     known = ", ".join(t.name for t in registry.all_tasks())
     which = f"it could be {', '.join(t.name for t in named)}" if named else "its name names no task"
     raise DataError(f"cannot tell which task this file is for ({which}); pass --task ({known})", path)
@@ -113,13 +99,13 @@ def validate_file(path: Path, task_name: str | None = None) -> FileReport:
         return FileReport(path, None, None, 0, list(error.problems))
     task = found.task
     issues = ProblemLog(str(path))
-    if not path.is_file():
+    if found.reader != formats.DATASETS_FORMAT and not path.is_file():  # `DIR:split` is no file
         issues.error("", "no such file")
         return FileReport(path, task.name, found.reader, 0, issues.problems)
     if found.reader == RESOURCE_READER:
         n = _check_resource(task, path, issues)
     else:
-        n = len(task.reader(found.reader)(path, issues))
+        n = len(read_records(task, path, found.reader, issues))
     if found.official is not None and not issues.errors:
         _compare_with_official(task, found.official, path, n, issues)
     return FileReport(path, task.name, found.reader, n, sorted(issues.problems, key=_line_order))
@@ -143,10 +129,11 @@ def _compare_with_official(task: Task[Any, Any], entry: OfficialFile, path: Path
 
 
 def expand(paths: list[Path], task_name: str | None = None) -> list[Path]:
-    """Files to validate: files as given, directories searched for data files whose task can be told."""
+    """Files to validate: files as given (a `datasets` save_to_disk directory is one), other directories
+    searched for data files whose task can be told."""
     files: list[Path] = []
     for path in paths:
-        if not path.is_dir():
+        if not path.is_dir() or formats.is_saved_dir(path):
             files.append(path)
             continue
         for candidate in sorted(path.rglob("*")):

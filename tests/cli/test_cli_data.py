@@ -19,7 +19,7 @@ def test_data_app_is_mounted_and_importable() -> None:
     from klue.cli.data import data_app
 
     names = {c.name for c in data_app.registered_commands}
-    assert {"validate", "summary"} <= names
+    assert {"validate", "summary", "export"} <= names
     result = runner.invoke(app, ["data", "--help"])
     assert result.exit_code == 0 and "validate" in result.output
 
@@ -92,7 +92,46 @@ def test_tasks_lists_the_registry() -> None:
 
 
 @pytest.mark.parametrize("command", [["data", "validate", "--help"], ["data", "summary", "--help"],
-                                     ["tasks", "--help"]])
+                                     ["data", "export", "--help"], ["tasks", "--help"]])
 def test_help(command: list[str]) -> None:
     result = runner.invoke(app, command)
     assert result.exit_code == 0 and len(result.output) > 100
+
+
+def test_export_writes_a_datasets_copy_with_official_label_names(klue_data_dir: Path, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    if not (klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").is_file():
+        pytest.skip("the official NLI dev file is absent")
+    out = tmp_path / "nli-copy"
+    result = runner.invoke(app, ["data", "export", "--task", "nli", "--format", "hf", "--out", str(out),
+                                 "--data-dir", str(klue_data_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    written = json.loads(result.output)
+    assert [s["split"] for s in written["splits"]] == ["validation"] and written["splits"][0]["n_records"] == 3000
+    loaded = datasets.load_from_disk(str(out))
+    assert loaded["validation"].features["label"].names == ["entailment", "contradiction", "neutral"]
+    assert "official dev file" in loaded["validation"].info.description
+    again = runner.invoke(app, ["data", "export", "-t", "nli", "-o", str(out), "--data-dir", str(klue_data_dir)])
+    assert again.exit_code == 0 and "validation: 3,000 records" in again.output  # an earlier export is replaced
+
+
+def test_export_refusals_exit_2_with_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    cases = [(["--format", "csv"], "--format must be one of hf, not 'csv'"),
+             (["--data-dir", str(tmp_path / "empty")], "none of the official nli train and dev files is here"),
+             (["--task", "nope"], "unknown task 'nope'")]
+    for extra, message in cases:
+        args = ["data", "export", "--task", "nli", "--out", str(tmp_path / "out"), *extra]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and message in result.output, result.output
+    nli_dir = tmp_path / "root" / "klue-nli-v1.1"
+    nli_dir.mkdir(parents=True)
+    (nli_dir / "klue-nli-v1.1_dev.json").write_text(json.dumps([{
+        "guid": "g", "source": "s", "premise": "p", "hypothesis": "h", "gold_label": "neutral", "author": "neutral",
+        "label2": "neutral", "label3": "neutral", "label4": "neutral", "label5": "neutral"}]), encoding="utf-8")
+    result = runner.invoke(app, ["data", "export", "-t", "nli", "-o", str(mine), "--data-dir", str(tmp_path / "root")])
+    assert result.exit_code == 2 and "is not a `datasets` directory" in result.output
+    assert (mine / "notes.txt").read_text() == "keep"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,59 @@ from typer.testing import CliRunner
 from klue.cli import app
 
 runner = CliRunner()
+KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]  # the entry point: DataError -> exit 2
+KOREAN = "가나다 라마바\n한국어 문장입니다.\n"
+
+
+def klue(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def bad_input(tmp_path: Path, case: str) -> Path:
+    """A corpus path that cannot be read as UTF-8 text, by `case`."""
+    path = tmp_path / f"{case}.txt"
+    if case == "cp949":
+        path.write_bytes(KOREAN.encode("cp949"))
+    elif case == "utf16":
+        path.write_bytes(KOREAN.encode("utf-16"))
+    elif case == "nul":
+        path.write_bytes(("첫 줄\n둘째\0줄\n").encode())
+    elif case == "directory":
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("command", ["pii", "tokenizer"])
+@pytest.mark.parametrize(("case", "expected"), [
+    ("cp949", ":line 1: bytes that are not UTF-8"), ("utf16", "UTF-16 (it starts with a byte-order mark)"),
+    ("nul", ":line 2: a NUL byte"), ("missing", ": cannot read file: No such file"),
+    ("directory", ": is a directory, not a file"),
+])
+def test_unreadable_corpus_exits_2_naming_the_file(tmp_path: Path, command: str, case: str, expected: str) -> None:
+    path = bad_input(tmp_path, case)
+    options = ["-i", str(path)] if command == "pii" else ["-c", str(path), "--pretokenize", "whitespace"]
+    result = klue("pretrain", command, *options, "-o", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"klue: error: {path}") and expected in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    if case == "cp949":
+        assert f"it decodes as CP949 (EUC-KR), convert with: iconv -f cp949 -t utf-8 {path} > {path}.utf8" \
+            in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_tokenizer_vocab_size_below_the_alphabet_exits_2_with_the_minimum(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(KOREAN * 3, encoding="utf-8")
+    result = klue("pretrain", "tokenizer", "-c", str(corpus), "-o", str(tmp_path / "t"), "--vocab-size", "20",
+                  "--pretokenize", "whitespace", "--min-frequency", "1")
+    assert result.returncode == 2, result.stderr
+    assert "--vocab-size 20 is below the smallest vocabulary this corpus allows" in result.stderr
+    minimum = result.stderr.rsplit("use --vocab-size ", 1)[1].split()[0]
+    result = klue("pretrain", "tokenizer", "-c", str(corpus), "-o", str(tmp_path / "t"), "--vocab-size", minimum,
+                  "--pretokenize", "whitespace", "--min-frequency", "1")
+    assert result.returncode == 0, result.stderr
+    assert f"(vocabulary {minimum})" in result.stdout
 
 
 def test_pretrain_help_lists_commands() -> None:

@@ -100,3 +100,94 @@ def test_score_imports_no_heavy_library_and_is_fast(klue_data_dir: Path, shared_
     assert "HEAVY []" in done.stderr
     assert json.loads(done.stdout)["entity_macro_f1"] > 0
     assert elapsed < 6.0, elapsed
+
+
+def _jsonl(path: Path, objects: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects), encoding="utf-8")
+    return path
+
+
+def test_impossible_predictions_exit_2_naming_the_guid(klue_data_dir: Path, shared_data_dir: Path,
+                                                       tmp_path: Path) -> None:
+    dp_gold = klue_data_dir / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"
+    from klue import registry
+    from klue.scoring import read_gold
+
+    task = registry.get("dp")
+    objects = [task.prediction_to_json(task.gold_prediction(r)) for r in read_gold(task, dp_gold)[0]]
+    objects[3]["heads"][0] = 99
+    objects[8]["heads"][1] = -1
+    result = klue("score", "--task", "dp", "--gold", str(dp_gold), "--predictions",
+                  str(_jsonl(tmp_path / "dp.jsonl", objects)))
+    assert result.returncode == 2
+    assert f"{objects[3]['guid']}: word 1: head 99 is outside" in result.stderr
+    assert f"{objects[8]['guid']}: word 2: head -1 is outside" in result.stderr
+    re_gold = shared_data_dir / "scoring-cases/re/gold.json"
+    items = json.loads(re_gold.read_text(encoding="utf-8"))
+    probs = [[-0.1] + [1.1 / 29] * 29] + [[1 / 30] * 30] * (len(items) - 1)
+    predictions = [{"guid": r["guid"], "label": r["label"], "probs": p} for r, p in zip(items, probs)]
+    result = klue("score", "--task", "re", "--gold", str(re_gold), "--predictions",
+                  str(_jsonl(tmp_path / "re.jsonl", predictions)))
+    assert result.returncode == 2
+    assert f"line 1: {items[0]['guid']}: `probs` are probabilities between 0 and 1, found -0.1" in result.stderr
+
+
+def test_unnormalised_probabilities_warn_naming_the_guids(shared_data_dir: Path) -> None:
+    cases = shared_data_dir / "scoring-cases/re"
+    result = klue("score", "--task", "re", "--gold", str(cases / "gold.json"), "--predictions",
+                  str(cases / "pred_2.json.gz"), "--relation-list", str(cases / "relation_list.json"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert "269 predictions have `probs` that do not sum to 1" in result.stderr
+    assert "'klue-re-v1_dev_00000'" in result.stderr and "(first 5 of 269)" in result.stderr
+
+
+def test_mrc_gold_whose_offsets_miss_the_answer_scores_with_warnings(shared_data_dir: Path) -> None:
+    cases = shared_data_dir / "scoring-cases/mrc"
+    result = klue("score", "--task", "mrc", "--gold", str(cases / "gold_edge.json"), "--predictions",
+                  str(cases / "pred_edge.json.gz"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["n_examples"] == 19
+    assert "17 warnings while reading" in result.stderr
+    assert "edge-mrc_000: context[3:10] is 'e cases', not the answer text '《서울의 봄》'" in result.stderr
+    validated = klue("data", "validate", "--task", "mrc", str(cases / "gold_edge.json"))
+    assert validated.returncode == 2 and "17 errors" in validated.stdout
+
+
+KORSTS = ("genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2\n"
+          "main-captions\tMSRvid\t2012test\t0000\t5.000\t한 남자가 춤을 춘다.\t남자가 춤을 춘다.\n"
+          "main-captions\tMSRvid\t2012test\t0002\t1.250\t아이가 말을 탄다.\t개가 달린다.\n")
+CONLLU = ("# sent_id = c1\n1\t김철수\t김철수\tPROPN\tNNP\t_\t0\troot\t_\t_\n"
+          "2\t씨\t씨\tNOUN\tNNB\t_\t1\tflat:name\t_\t_\n\n")
+PERFECT = {"sts": [{"guid": "korsts-dev_00000", "score": 5.0}, {"guid": "korsts-dev_00001", "score": 1.25}],
+           "dp": [{"guid": "c1", "heads": [0, 1], "deprels": ["root", "flat:name"]}]}
+
+
+@pytest.mark.parametrize("task, relative, text, fmt", [
+    ("sts", "korsts/dev.tsv", KORSTS, "korsts"),
+    ("dp", "ud/dev.conllu", CONLLU, "conllu"),
+])
+def test_the_gold_format_is_inferred_and_said(tmp_path: Path, task: str, relative: str, text: str,
+                                              fmt: str) -> None:
+    gold = tmp_path / relative
+    gold.parent.mkdir()
+    gold.write_text(text, encoding="utf-8")
+    predictions = _jsonl(tmp_path / "p.jsonl", PERFECT[task])
+    result = klue("score", "--task", task, "--gold", str(gold), "--predictions", str(predictions), "--json")
+    assert result.returncode == 0, result.stderr
+    assert f"reading --gold as {task} '{fmt}'" in result.stderr
+    assert json.loads(result.stdout)["gold_format"] == fmt
+    # named so that nothing tells its format: its content does
+    plain = tmp_path / "plain" / "dev.tsv"
+    plain.parent.mkdir()
+    plain.write_text(text, encoding="utf-8")
+    result = klue("score", "--task", task, "--gold", str(plain), "--predictions", str(predictions), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["gold_format"] == fmt
+    # named wrongly: the error says which --gold-format reads it
+    result = klue("score", "--task", task, "--gold", str(plain), "--gold-format", "official", "--predictions",
+                  str(predictions))
+    assert result.returncode == 2
+    assert f"pass --gold-format {fmt}" in result.stderr.splitlines()[0]
+    assert len(result.stderr.splitlines()) <= 8  # the hint, the first errors and their count, not thousands
+    assert klue("score", "--task", task, "--gold", str(plain), "--gold-format", fmt, "--predictions",
+                str(predictions)).returncode == 0

@@ -51,6 +51,17 @@ def test_train_predict_score(nli_model: Path, klue_data_dir: Path, tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["n_examples"] == 200
 
+    # New data has no gold: the same examples without any label field predict the same labels.
+    unlabelled = tmp_path / "nli-200-unlabelled.json"
+    gold_fields = ("gold_label", "author", "label2", "label3", "label4", "label5")
+    unlabelled.write_text(json.dumps([{k: v for k, v in r.items() if k not in gold_fields} for r in rows[:200]],
+                                     ensure_ascii=False), encoding="utf-8")
+    blind = tmp_path / "blind.jsonl"
+    result = runner.invoke(app, ["predict", "--task", "nli", "--model", str(out / "best"), "--input",
+                                 str(unlabelled), "--output", str(blind)])
+    assert result.exit_code == 0, result.output
+    assert blind.read_text(encoding="utf-8") == predictions.read_text(encoding="utf-8")
+
 
 @pytest.mark.realdata
 def test_bad_input_is_a_data_error(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
@@ -69,3 +80,43 @@ def test_help_explains_train_and_predict() -> None:
     for command in ("train", "predict"):
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "--model" in result.output
+
+
+@pytest.mark.realdata
+def test_report_to_tensorboard_writes_the_learning_curve(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    torch.set_num_threads(1)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["train", "--task", "nli", "--model", str(nli_model), "--protocol",
+                                      "local:dev-80-20", "--data-dir", str(klue_data_dir), "--output", str(out),
+                                      "--report-to", "tensorboard", "max_steps=4", "batch_size=8", "max_len=64",
+                                      "eval_steps=2", "logging_steps=1", "progress=false"])
+    assert result.exit_code == 0, result.output
+    events = list((out / "tracking").rglob("events.out.tfevents.*"))
+    assert events, list((out / "tracking").rglob("*"))
+    scalars: dict[str, list[int]] = {}
+    for path in events:
+        accumulator = EventAccumulator(str(path))
+        accumulator.Reload()
+        for tag in accumulator.Tags()["scalars"]:
+            scalars.setdefault(tag, []).extend(e.step for e in accumulator.Scalars(tag))
+    assert sorted(scalars["train/loss"]) == [1, 2, 3, 4]
+    assert sorted(scalars["selection/accuracy"]) == [2, 4]
+    curve = json.loads((out / "results.json").read_text(encoding="utf-8"))["learning_curve"]
+    assert [p["step"] for p in curve if p.get("loss") is not None] == [1, 2, 3, 4]
+
+
+def test_report_to_refuses_unknown_trackers_before_any_work(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["train", "--task", "nli", "--model", str(tmp_path / "none"), "--output",
+                                      str(tmp_path / "run"), "--report-to", "tensorboard,comet"])
+    assert isinstance(result.exception, DataError) and "unknown tracker comet" in str(result.exception)
+
+
+def test_classic_is_the_baseline_never_a_hub_name(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["train", "--task", "nli", "--model", "classic", "--output", str(tmp_path / "r"),
+                                      "learning_rate=1e-3"])
+    assert isinstance(result.exception, DataError) and "CPU baseline" in str(result.exception)
+    result = CliRunner().invoke(app, ["predict", "--task", "nli", "--model", "classic", "--input", "x.json",
+                                      "--output", str(tmp_path / "p.jsonl")])
+    assert isinstance(result.exception, DataError) and "not saved" in str(result.exception)

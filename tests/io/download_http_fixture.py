@@ -1,14 +1,16 @@
 """A small HTTP file server on 127.0.0.1 for the downloader tests (not a test module itself).
 
 It serves bytes by path, can break a response off mid-body a given number of times (Content-Length
-promises the whole body; half is sent; the connection closes), honours `Range: bytes=N-` when asked
-to, and stops by itself after a deadline even if a test forgets to stop it.
+promises the whole body; half is sent; the connection closes), can drip a body a few bytes at a time
+(a slow server that never goes silent long enough for a read timeout), honours `Range: bytes=N-` when
+asked to, and stops by itself after a deadline even if a test forgets to stop it.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +27,8 @@ class Route:
     breaks: int = 0  # this many responses break off after half their body, then the full body is sent
     accept_ranges: bool = True
     status: int = 200
+    drip_s: float = 0.0  # > 0: send `drip_bytes` bytes, then wait this long, until the body is sent
+    drip_bytes: int = 1
 
 
 @dataclass
@@ -38,6 +42,7 @@ class FileServer:
     routes: dict[str, Route]
     deadline_s: float = 60.0
     hits: list[Hit] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         server_ref = self
@@ -79,7 +84,21 @@ class FileServer:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
+                if route.drip_s > 0:
+                    self._drip(part, route)
+                    return
                 self.wfile.write(part)
+
+            def _drip(self, part: bytes, route: Route) -> None:
+                try:
+                    for start in range(0, len(part), route.drip_bytes):
+                        if server_ref.stopping.is_set():
+                            return
+                        self.wfile.write(part[start : start + route.drip_bytes])
+                        self.wfile.flush()
+                        time.sleep(route.drip_s)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up: what a drip is for
+                    self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -102,6 +121,7 @@ class FileServer:
         self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._watchdog.cancel()
+        self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

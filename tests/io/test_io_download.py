@@ -5,7 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import os
+import signal
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -328,6 +333,128 @@ def test_cli_v1_import_from_dir(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "does not verify" in result.stderr and f"expected {nli.v1_archive.size}" in result.stderr
     assert everything_under(tmp_path / "dest") == []
+
+
+# ------------------------------------------------------------------------ interrupted runs, deadline
+
+
+def stale_part(final: Path, age_s: float = 60.0) -> Path:
+    """A .part beside `final` as a killed run leaves it: the downloader's name, unlocked, old."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    part = final.parent / f".{final.name}.0123456789ab.part"
+    part.write_bytes(b"half a file")
+    then = time.time() - age_s
+    os.utime(part, (then, then))
+    return part
+
+
+def parts_under(root: Path) -> list[Path]:
+    return sorted(root.rglob(".*.part"))
+
+
+def test_a_part_left_by_a_killed_run_is_removed_by_the_next(tmp_path: Path) -> None:
+    data = b"the real content"
+    task = synthetic_task((declared("demo/f.txt", data),))
+    part = stale_part(tmp_path / "demo/f.txt")
+    other = tmp_path / "demo/.g.txt.0123456789ab.part"  # another file's part: not this run's business
+    other.write_bytes(b"")
+    os.utime(other, (0, 0))
+    with FileServer({"demo/f.txt": Route(data)}) as server:
+        (outcome,) = dl.download([task], tmp_path, base_url=server.url, policy=FAST).outcomes
+    assert outcome.status == "downloaded"
+    assert not part.exists() and other.exists()
+    # A verified file already in place: the stale part beside it goes too, with no request.
+    again = stale_part(tmp_path / "demo/f.txt")
+    (outcome,) = dl.download([task], tmp_path, base_url="http://127.0.0.1:9", policy=FAST).outcomes
+    assert outcome.status == "present" and not again.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock")
+def test_a_part_a_live_run_holds_is_left_alone(tmp_path: Path) -> None:
+    import fcntl
+
+    part = stale_part(tmp_path / "demo/f.txt")
+    with part.open("rb") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert dl.remove_stale_parts(tmp_path / "demo/f.txt") == []
+    assert part.exists()
+    assert dl.remove_stale_parts(tmp_path / "demo/f.txt") == [part]
+
+
+def start_cli_download(server: FileServer, dest: Path) -> subprocess.Popen[str]:
+    """`klue data download sts --role dev` in a process of its own, against `server`."""
+    env = dict(os.environ) | {dl.BASE_URL_ENV: server.url}
+    command = [sys.executable, "-c", "from klue.cli import main; main()", "data", "download", "sts", "--role",
+               "dev", "--dest", str(dest)]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_part(process: subprocess.Popen[str], dest: Path, timeout_s: float = 30.0) -> Path:
+    """The .part the download in `process` is writing, once it holds bytes."""
+    stop = time.monotonic() + timeout_s
+    while time.monotonic() < stop and process.poll() is None:
+        found = [p for p in parts_under(dest) if p.stat().st_size > 0]
+        if found:
+            return found[0]
+        time.sleep(0.02)
+    process.kill()
+    raise AssertionError(f"no .part appeared: {process.communicate()}")
+
+
+def test_kill_9_leaves_a_part_the_next_run_removes(tmp_path: Path, monkeypatch) -> None:
+    data = b"x" * 100_000
+    route = Route(data, drip_s=0.05, drip_bytes=1000)  # 5 s: the process is killed long before the end
+    dest = tmp_path / "dest"
+    with FileServer({STS_DEV: route}) as server:
+        process = start_cli_download(server, dest)
+        part = wait_for_part(process, dest)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=30)
+        assert part.exists()  # nothing runs on kill -9: the next run has to clean up
+        route.drip_s = 0.0
+        monkeypatch.setattr(dl, "PART_GRACE_S", 0.0)  # the part was written a moment ago
+        task = synthetic_task((declared(STS_DEV, data),))
+        (outcome,) = dl.download([task], dest, base_url=server.url, policy=FAST).outcomes
+    assert outcome.status == "downloaded", outcome.detail
+    assert parts_under(dest) == [] and (dest / STS_DEV).read_bytes() == data
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
+def test_sigterm_removes_the_part_being_written(tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    with FileServer({STS_DEV: Route(b"x" * 100_000, drip_s=0.05, drip_bytes=1000)}) as server:
+        process = start_cli_download(server, dest)
+        wait_for_part(process, dest)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr
+    assert everything_under(dest) == []  # neither the .part nor the task directory it made
+
+
+def test_a_server_that_drips_meets_the_deadline(tmp_path: Path) -> None:
+    data = b"y" * 2000
+    task = synthetic_task((declared("demo/slow.bin", data),))
+    policy = dataclasses.replace(FAST, deadline_s=1.0)
+    with FileServer({"demo/slow.bin": Route(data, drip_s=0.05, drip_bytes=10)}) as server:  # 10 s in all
+        started = time.monotonic()
+        (outcome,) = dl.download([task], tmp_path, base_url=server.url, policy=policy).outcomes
+        elapsed = time.monotonic() - started
+    assert outcome.status == "failed"
+    assert f"{server.url}/demo/slow.bin" in outcome.detail and "deadline of 1 s" in outcome.detail
+    assert " of 2000 bytes had arrived" in outcome.detail
+    assert elapsed < 4.0, elapsed  # each read gets bytes, so only the deadline ends it
+    assert everything_under(tmp_path) == []
+
+
+def test_cli_deadline_option_exits_2(tmp_path: Path, monkeypatch) -> None:
+    with FileServer({STS_DEV: Route(b"z" * 2000, drip_s=0.05, drip_bytes=10)}) as server:
+        monkeypatch.setenv(dl.BASE_URL_ENV, server.url)
+        result = runner.invoke(app, ["data", "download", "sts", "--role", "dev", "--dest", str(tmp_path),
+                                     "--deadline", "1", "--timeout", "5"])
+    assert result.exit_code == 2, result.output
+    assert "deadline of 1 s (--deadline)" in result.stderr and "bytes had arrived" in result.stderr
+    assert everything_under(tmp_path) == []
 
 
 def test_cli_rejects_unknown_task_version_and_role(tmp_path: Path) -> None:

@@ -151,3 +151,66 @@ def test_ud_labels_give_standard_las_and_per_label_f1() -> None:
     assert report.breakdown["las_f1_per_label"] == pytest.approx({"nsubj": 200 / 3, "obj": 0.0, "root": 100.0})
     assert report.scores["las_macro_f1"] == pytest.approx((200 / 3 + 100) / 3)
     assert compute_ud(gold_heads, gold_labels, pred_heads, pred_labels, mode="corrected").scores == report.scores
+
+
+def _conll18_las(gold_heads: Sentences, gold_deprels: list[list[str]], pred_heads: Sentences,
+                 pred_deprels: list[list[str]], full: bool = False) -> float:
+    """LAS as the CoNLL 2018 shared task's evaluation computes it on one tokenisation: the share of words
+    with the gold head and the gold DEPREL, the DEPREL cut at the first ':' (language-specific subtypes
+    are ignored); `full` keeps the whole label."""
+    def label(x: str) -> str:
+        return x if full else x.split(":")[0]
+
+    words = [(gh, label(gd), ph, label(pd)) for a, b, c, d in zip(gold_heads, gold_deprels, pred_heads, pred_deprels)
+             for gh, gd, ph, pd in zip(a, b, c, d)]
+    return 100 * sum(gh == ph and gd == pd for gh, gd, ph, pd in words) / len(words)
+
+
+@pytest.mark.parametrize("gold, pred, las, las_full", [
+    # head right, subtype dropped / added / changed: the universal label agrees
+    (((0, "root"), (1, "flat:name")), ((0, "root"), (1, "flat")), 100.0, 50.0),
+    (((0, "root"), (1, "nmod")), ((0, "root"), (1, "nmod:poss")), 100.0, 50.0),
+    (((0, "root"), (1, "acl:relcl"), (1, "obl:tmod")), ((0, "root"), (1, "acl:x"), (1, "obl:tmod")), 100.0, 200 / 3),
+    # another universal label, or the head wrong, is wrong whatever the subtype
+    (((0, "root"), (1, "nmod:poss")), ((0, "root"), (1, "amod:poss")), 50.0, 50.0),
+    (((0, "root"), (1, "flat:name"), (1, "flat")), ((0, "root"), (3, "flat:name"), (1, "flat:x")), 200 / 3, 100 / 3),
+    # a label that is only ':' parts, and one without a subtype
+    (((0, "root"), (1, ":x")), ((0, "root"), (1, ":y")), 100.0, 50.0),
+])
+def test_ud_las_compares_the_universal_part_as_conll_2018(gold: tuple, pred: tuple, las: float,
+                                                          las_full: float) -> None:
+    gh, gl = [[h for h, _ in gold]], [[d for _, d in gold]]
+    ph, pl = [[h for h, _ in pred]], [[d for _, d in pred]]
+    assert _conll18_las(gh, gl, ph, pl) == pytest.approx(las)
+    assert _conll18_las(gh, gl, ph, pl, full=True) == pytest.approx(las_full)
+    for mode in ("official", "corrected"):
+        scores = dp.compute_ud(gh, gl, ph, pl, mode=mode).scores
+        assert scores["las"] == pytest.approx(las) and scores["las_full"] == pytest.approx(las_full)
+        assert scores["las_micro_f1"] == scores["las_full"]  # the KLUE-named LAS keeps the full labels
+
+
+@st.composite
+def ud_parses(draw: st.DrawFn) -> tuple[Sentences, list[list[str]], Sentences, list[list[str]]]:
+    lengths = draw(st.lists(st.integers(1, 6), min_size=1, max_size=6))
+    labels = st.sampled_from(["root", "flat", "flat:name", "nmod", "nmod:poss", "obl:tmod", "obl", "acl:relcl"])
+    gh = [draw(st.lists(st.integers(0, n), min_size=n, max_size=n)) for n in lengths]
+    ph = [draw(st.lists(st.integers(0, n), min_size=n, max_size=n)) for n in lengths]
+    gl = [draw(st.lists(labels, min_size=n, max_size=n)) for n in lengths]
+    pl = [draw(st.lists(labels, min_size=n, max_size=n)) for n in lengths]
+    return gh, gl, ph, pl
+
+
+@settings(max_examples=60, deadline=None)
+@given(ud_parses())
+def test_ud_las_matches_the_conll_2018_transcription(case: tuple) -> None:
+    gh, gl, ph, pl = case
+    scores = dp.compute_ud(gh, gl, ph, pl).scores
+    assert scores["las"] == pytest.approx(_conll18_las(gh, gl, ph, pl), abs=1e-9)
+    assert scores["las_full"] == pytest.approx(_conll18_las(gh, gl, ph, pl, full=True), abs=1e-9)
+    assert scores["las_full"] <= scores["las"] <= scores["uas"]
+
+
+def test_las_full_is_reported_only_for_ud_labels() -> None:
+    heads, deprels = [[2, 0, 2]], [["NP_SBJ", "VP", "X_AJT"]]
+    assert "las_full" not in dp.compute(heads, deprels, heads, deprels).scores
+    assert dp.universal_deprel("flat:name") == "flat" and dp.universal_deprel("nsubj") == "nsubj"

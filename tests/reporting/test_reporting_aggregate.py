@@ -103,3 +103,21 @@ def test_unknown_task_and_empty_directory(tmp_path: Path, bench_dir: Path) -> No
     first = next(iter(catalog))
     with pytest.raises(DataError, match="does not know"):
         aggregate(results, {k: v for k, v in catalog.items() if k != first})
+
+
+def test_markdown_shows_hostile_model_names_as_text(tmp_path: Path) -> None:
+    import random
+
+    from report_fixtures import fixture_results
+
+    from klue.results import write_results
+
+    hostile = "<img src=x onerror=alert(1)>**bold**|[link](http://x)"
+    task = registry.all_tasks()[0]
+    write_results(tmp_path / task.name / "m" / "seed1" / "results.json",
+                  fixture_results(task, hostile, 1, True, random.Random(1)))
+    text = to_markdown(build_leaderboard(load_aggregate(tmp_path)))
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "\\*\\*bold\\*\\*" in text and "\\[link\\]" in text and "\\|" in text
+    row = next(li for li in text.splitlines() if "onerror" in li)
+    assert row.count("|") - row.count("\\|") == text.splitlines()[0].count("|")

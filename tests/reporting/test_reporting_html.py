@@ -52,6 +52,8 @@ def test_report_is_one_self_contained_file(bench_dir: Path) -> None:
 def test_report_renders_in_headless_chromium(bench_dir: Path, tmp_path: Path) -> None:
     if not CHROMIUM.is_file():
         pytest.skip("chromium absent: apt-get install -y chromium (.ci/run does)")
+    korean = subprocess.run(["fc-list", ":lang=ko", "family"], capture_output=True, text=True, check=False).stdout
+    assert korean.strip(), "no font with Hangul: the screenshot would show boxes; apt-get install -y fonts-nanum"
     report = tmp_path / "report.html"
     write_report(load_aggregate(bench_dir), report)
     shot = tmp_path / "report.png"
@@ -71,3 +73,13 @@ def test_report_renders_in_headless_chromium(bench_dir: Path, tmp_path: Path) ->
     assert shot.is_file() and shot.stat().st_size > 50_000
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "report.png")
+
+
+def test_the_page_declares_a_font_stack_that_renders_hangul(bench_dir: Path) -> None:
+    page = render_report(load_aggregate(bench_dir))
+    stack = re.search(r"font-family:([^;]+);", page)
+    assert stack is not None
+    fonts = [f.strip().strip('"') for f in stack.group(1).replace("\n", "").split(",")]
+    korean = ["Noto Sans KR", "Apple SD Gothic Neo", "Malgun Gothic"]
+    assert fonts[:len(korean) + 1] == [korean[0], "Noto Sans CJK KR", *korean[1:]]  # Hangul fonts first
+    assert fonts[-1] == "sans-serif"

@@ -72,18 +72,24 @@ def test_interrupted_run_resumes_exactly(examples: Callable[[str], list[Any]], t
     assert not (tmp_path / "resumed" / "checkpoints").exists()  # removed once the run finished
 
 
+def _small_run(examples: Callable[[str], list[Any]], tmp_path: Path) -> tuple[Any, Path, ProtocolData[Any],
+                                                                             dict[str, Any]]:
+    """32 YNAT titles, a tiny model, 4 steps with checkpoints at 2: (task, model, data, settings)."""
+    from klue.models.tiny import make_tiny_model_dir
+
+    torch.set_num_threads(1)
+    records = examples("ynat")[:32]
+    model = make_tiny_model_dir(tmp_path / "model", "bert", [r.title for r in records], vocab_size=500, max_len=64)
+    data = ProtocolData("local:tiny", False, "32 examples", records, records, None, ())
+    return registry.get("ynat"), model, data, {**SETTINGS, "epochs": 1, "batch_size": 8, "eval_steps": 2}
+
+
 @pytest.mark.realdata
 def test_a_checkpoint_of_another_run_is_refused(examples: Callable[[str], list[Any]], tmp_path: Path) -> None:
     import klue.training
     from klue.errors import DataError
-    from klue.models.tiny import make_tiny_model_dir
 
-    torch.set_num_threads(1)
-    task = registry.get("ynat")
-    records = examples("ynat")[:32]
-    model = make_tiny_model_dir(tmp_path / "model", "bert", [r.title for r in records], vocab_size=500, max_len=64)
-    data = ProtocolData("local:tiny", False, "32 examples", records, records, None, ())
-    settings = {**SETTINGS, "epochs": 1, "batch_size": 8, "eval_steps": 2}
+    task, model, data, settings = _small_run(examples, tmp_path)
     with pytest.raises(Crash):
         klue.training.run(task, str(model), data, 3, tmp_path / "run", settings, on_step=crash_after(3))
     with pytest.raises(DataError, match="different run"):
@@ -91,3 +97,52 @@ def test_a_checkpoint_of_another_run_is_refused(examples: Callable[[str], list[A
     # resume=false starts over instead
     fresh = klue.training.run(task, str(model), data, 3, tmp_path / "run", {**settings, "resume": False})
     assert fresh.training.resumed_from_steps == []
+
+
+class _Payload:
+    """Unpickling this creates `marker`: a stand-in for code a crafted checkpoint would run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def _plant_pickles(checkpoint_dir: Path, marker: Path) -> None:
+    import pickle
+
+    # The names accelerate's save_state writes, each a pickle that would run code when loaded.
+    for name in ("custom_checkpoint_0.pkl", "random_states_0.pkl", "optimizer.bin", "scheduler.bin", "scaler.pt"):
+        (checkpoint_dir / name).write_bytes(pickle.dumps(_Payload(marker)))
+
+
+@pytest.mark.realdata
+def test_resume_never_unpickles_a_checkpoint(examples: Callable[[str], list[Any]], tmp_path: Path) -> None:
+    import klue.training
+    from klue.errors import DataError
+    from klue.training import state_files
+
+    task, model, data, settings = _small_run(examples, tmp_path)
+    marker = tmp_path / "code-ran"
+    with pytest.raises(Crash):
+        klue.training.run(task, str(model), data, 3, tmp_path / "run", settings, on_step=crash_after(3))
+    latest = checkpoint.latest_checkpoint(tmp_path / "run")
+    assert latest is not None
+    assert not list(latest.glob("*.pkl")) and not list(latest.glob("*.bin"))  # nothing klue writes is a pickle
+    _plant_pickles(latest, marker)
+    resumed = klue.training.run(task, str(model), data, 3, tmp_path / "run", settings)
+    assert resumed.training.resumed_from_steps == [2]
+    assert not marker.exists()
+
+    # A checkpoint in the old pickle layout is refused with a way out, and still nothing is unpickled.
+    with pytest.raises(Crash):
+        klue.training.run(task, str(model), data, 3, tmp_path / "old", settings, on_step=crash_after(3))
+    old = checkpoint.latest_checkpoint(tmp_path / "old")
+    assert old is not None
+    for name in state_files.REQUIRED:
+        (old / name).unlink()
+    _plant_pickles(old, marker)
+    with pytest.raises(DataError, match="no longer loads"):
+        klue.training.run(task, str(model), data, 3, tmp_path / "old", settings)
+    assert not marker.exists()

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from klue.errors import DataError
 from klue.io.locate import DataRoots
 from klue.protocols import ProtocolData
 from klue.results import CLASSIC, ENCODER, PREDICTIONS_FILE, Results
@@ -28,6 +29,45 @@ from klue.tasks.base import Task
 LOG_FILE = "log.txt"
 ERROR_FILE = "error.txt"
 AUTO_PROTOCOL = "auto"  # `official` where the official train file is present, else the task's local default
+
+
+FILES_PROTOCOL = "files"
+HF_PROTOCOL = "hf"
+
+
+@dataclass(frozen=True)
+class FilesChoice:
+    """The user's own files (`--train/--eval/--selection`, formats inferred unless given): protocol `files`."""
+
+    train: str
+    eval: str | None = None
+    selection: str | None = None
+    train_format: str | None = None
+    eval_format: str | None = None
+    selection_format: str | None = None
+    eval_fraction: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.eval is None and self.eval_fraction is None:
+            raise DataError("--train needs --eval FILE, or --eval-fraction F to split the evaluation part off it")
+        if self.eval_fraction is not None and not 0 < self.eval_fraction < 1:
+            raise DataError(f"--eval-fraction must be between 0 and 1, not {self.eval_fraction}")
+
+
+def resolve_data(task: Task[Any, Any], protocol: str, roots: DataRoots,
+                 files: FilesChoice | None = None) -> ProtocolData[Any]:
+    """The protocol data of a run: the user's files, the Hugging Face copy, or a declared protocol."""
+    from klue import protocols
+
+    if files is not None:
+        return protocols.resolve_files(
+            task, Path(files.train), Path(files.eval) if files.eval else None,
+            Path(files.selection) if files.selection else None, train_format=files.train_format,
+            eval_format=files.eval_format, selection_format=files.selection_format,
+            eval_fraction=files.eval_fraction, roots=roots)
+    if protocol == HF_PROTOCOL:
+        return protocols.resolve_hf(task, roots=roots)
+    return protocols.resolve(task, choose_protocol(task, protocol, roots), roots)
 
 
 @dataclass(frozen=True)
@@ -43,6 +83,7 @@ class CellSpec:
     data_dir: str | None = None
     extra_data_dir: str | None = None
     overrides: tuple[tuple[str, Any], ...] = ()  # training overrides, key=value
+    files: FilesChoice | None = None  # protocol `files`: the user's own train/eval files
 
     @property
     def path(self) -> Path:
@@ -120,11 +161,9 @@ def choose_protocol(task: Task[Any, Any], asked: str, roots: DataRoots) -> str:
 def run_cell(spec: CellSpec, family: ModelFamily | None = None) -> Results:
     """The default cell: registry task, protocol data, model family (whose Results come from the judge)."""
     from klue import registry
-    from klue.protocols import resolve
 
     task = registry.get(spec.task)
-    roots = data_roots(spec)
-    data = resolve(task, choose_protocol(task, spec.protocol, roots), roots)
+    data = resolve_data(task, spec.protocol, data_roots(spec), spec.files)
     spec.path.mkdir(parents=True, exist_ok=True)
     results = (family or family_for(spec.model))(task, spec.model, data, spec.seed, spec.path, spec.mode,
                                                  dict(spec.overrides))
@@ -179,3 +218,4 @@ class CellOutcome:
     scores: dict[str, float] = field(default_factory=dict)
     wall_time_s: float = 0.0
     protocol: str = ""
+    cannot_write: bool = False  # the cell failed to write its output (full disk, read-only): so would the rest

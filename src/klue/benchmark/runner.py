@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -45,10 +46,12 @@ from klue.benchmark.cells import (
     AUTO_PROTOCOL,
     CLASSIC,
     ERROR_FILE,
+    FILES_PROTOCOL,
     LOG_FILE,
     CellOutcome,
     CellRunner,
     CellSpec,
+    FilesChoice,
     describe_failure,
     failed_results,
     model_slug,
@@ -57,6 +60,9 @@ from klue.benchmark.cells import (
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
 from klue.io import provenance
+from klue.io.atomic import write_text_atomic
+from klue.io.lock import exclusive
+from klue.io.output import OutputError, check_output_dir, output_error
 from klue.results import RESULTS_FILE, read_results, write_results
 
 
@@ -71,8 +77,16 @@ class BenchmarkPlan:
     data_dir: str | None = None
     extra_data_dir: str | None = None
     overrides: tuple[tuple[str, Any], ...] = ()
+    files: FilesChoice | None = None  # the user's own files: protocol `files`, one task
 
     def __post_init__(self) -> None:
+        if self.files is not None:
+            if len(self.tasks) != 1:
+                raise DataError(f"--train/--eval name one task's files; --tasks names {len(self.tasks)} "
+                                f"({', '.join(self.tasks)})")
+            if self.protocol not in (AUTO_PROTOCOL, FILES_PROTOCOL):
+                raise DataError(f"--train/--eval make the protocol `files`; drop --protocol {self.protocol}")
+            object.__setattr__(self, "protocol", FILES_PROTOCOL)
         for name in ("tasks", "models", "seeds"):
             values = getattr(self, name)
             if not values:
@@ -89,7 +103,7 @@ class BenchmarkPlan:
         return [
             CellSpec(task, model, seed, self.protocol, self.mode,
                      str(self.out / task / model_slug(model) / f"seed{seed}"),
-                     self.data_dir, self.extra_data_dir, () if model == CLASSIC else self.overrides)
+                     self.data_dir, self.extra_data_dir, () if model == CLASSIC else self.overrides, self.files)
             for task in self.tasks for model in self.models for seed in self.seeds
         ]
 
@@ -126,7 +140,27 @@ def cell_done(spec: CellSpec) -> bool:
     if results.metric_mode != spec.mode or spec.protocol not in (AUTO_PROTOCOL, results.protocol):
         raise DataError(f"{path} was run with protocol {results.protocol!r} and metric mode "
                         f"{results.metric_mode!r}, not {spec.protocol!r}/{spec.mode!r}; use another --out", path)
+    if spec.files is not None:
+        _check_same_files(spec.files, results, path)
     return not (results.predictions_file and not (spec.path / results.predictions_file).is_file())
+
+
+def _check_same_files(files: FilesChoice, results: Any, path: Path) -> None:
+    """A `files` cell is done only for the very files it names: a path recorded otherwise, or a file whose
+    content changed since, is a conflict (running over it would replace a result made on other data)."""
+    from klue.io.provenance import identify
+
+    recorded = {source.path: source.sha256 for source in results.data_sources}
+    for given in (files.train, files.eval, files.selection):
+        if given is None:
+            continue
+        local = Path(given.rsplit(":", 1)[0]) if not Path(given).exists() else Path(given)
+        if given not in recorded:
+            raise DataError(f"{path} was run on other files ({', '.join(sorted(recorded))}), not {given}; use "
+                            "another --out", path)
+        if local.exists() and recorded[given] and identify(local).sha256 != recorded[given]:
+            raise DataError(f"{given} changed since {path} was made from it; use another --out, or delete that "
+                            "cell to run it again", path)
 
 
 @contextmanager
@@ -150,11 +184,18 @@ def _output_to(path: Path) -> Iterator[None]:
 
 
 def execute_cell(cell_runner: CellRunner, spec: CellSpec, capture_output: bool = True) -> CellOutcome:
-    """Run one cell and write its results.json (ok or failed). KeyboardInterrupt writes nothing."""
-    spec.path.mkdir(parents=True, exist_ok=True)
-    (spec.path / ERROR_FILE).unlink(missing_ok=True)
+    """Run one cell and write its results.json (ok or failed). KeyboardInterrupt writes nothing.
+
+    A cell whose failure cannot even be recorded (the disk filled up) still reports it to the runner, with
+    both errors, so the terminal and the manifest say what happened."""
     start = time.perf_counter()
-    capture = _output_to(spec.path / LOG_FILE) if capture_output else _nothing()
+    try:
+        spec.path.mkdir(parents=True, exist_ok=True)
+        (spec.path / ERROR_FILE).unlink(missing_ok=True)
+        capture = _output_to(spec.path / LOG_FILE) if capture_output else _nothing()
+    except OSError as error:
+        return CellOutcome(spec, "failed", describe_failure(output_error(spec.path, error)).error, {},
+                           time.perf_counter() - start, spec.protocol, cannot_write=True)
     with capture:
         try:
             results = cell_runner(spec)
@@ -165,10 +206,15 @@ def execute_cell(cell_runner: CellRunner, spec: CellSpec, capture_output: bool =
                                results.protocol)
         except Exception as error:  # noqa: BLE001 - any failure of a cell is recorded, and the run goes on
             info = describe_failure(error)
-            (spec.path / ERROR_FILE).write_text(info.trace, encoding="utf-8")
             elapsed = time.perf_counter() - start
-            write_results(spec.path / RESULTS_FILE, failed_results(spec, info.error, elapsed))
-            return CellOutcome(spec, "failed", info.error, {}, elapsed, spec.protocol)
+            message, cannot_write = info.error, isinstance(error, OutputError)
+            try:
+                write_text_atomic(spec.path / ERROR_FILE, info.trace)
+                write_results(spec.path / RESULTS_FILE, failed_results(spec, info.error, elapsed))
+            except (OSError, DataError) as unrecorded:
+                message = f"{info.error}; the failure itself could not be recorded: {describe_failure(unrecorded).error}"
+                cannot_write = True
+            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write)
 
 
 @contextmanager
@@ -191,8 +237,33 @@ def visible_gpus() -> list[str]:
     return [str(i) for i, line in enumerate(ln for ln in listing.splitlines() if ln.startswith("GPU "))]
 
 
-def _init_worker(gpu_ids: Any, threads: int) -> None:
-    """Runs once in each worker: take one GPU, and a fair share of the CPU threads."""
+def _die_with_parent(parent_pid: int) -> None:
+    """End this worker the moment the benchmark process that started it dies, however it dies (kill -9
+    gives it no chance to stop its workers): the kernel's parent-death signal on Linux, and a watchdog
+    thread everywhere, which also covers a parent that died before the signal was armed."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still ends the worker, within a second
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)  # no cleanup to run: every result file is written atomically
+
+    threading.Thread(target=watch, name="klue-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(gpu_ids: Any, threads: int, parent_pid: int) -> None:
+    """Runs once in each worker: die with the parent, take one GPU, and a fair share of the CPU threads."""
+    _die_with_parent(parent_pid)
     if gpu_ids is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids.get()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -223,7 +294,15 @@ def _new_manifest(plan: BenchmarkPlan, jobs: int, previous: Manifest | None) -> 
 
 def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs: int | None = 1,
                   console: Console | None = None) -> BenchmarkSummary:
-    """Run every cell of `plan` that is not done yet; see the module docstring."""
+    """Run every cell of `plan` that is not done yet; see the module docstring. One benchmark per
+    directory at a time: a second one on the same `out` is refused (klue.io.lock)."""
+    check_output_dir(plan.out, "--out")
+    with exclusive(plan.out, "klue benchmark"):
+        return _run_benchmark(plan, cell_runner, jobs, console)
+
+
+def _run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner, jobs: int | None,
+                   console: Console | None) -> BenchmarkSummary:
     cells = plan.cells()
     todo = [c for c in cells if not cell_done(c)]
     summary = BenchmarkSummary(plan, [c for c in cells if c not in todo])
@@ -247,6 +326,8 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
         progress.console.print(_outcome_line(outcome))
         progress.advance(bar)
         write_manifest(plan.out, manifest)
+        if outcome.cannot_write:  # every later cell would fail the same way: stop, as one clear error
+            raise OutputError(f"{outcome.spec.label}: {outcome.error}", plan.out)
 
     status = "interrupted"
     try:
@@ -265,7 +346,12 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
         invocation.status = manifest.status = status
         invocation.finished_at = provenance.utc_now()
         manifest.finished_at = invocation.finished_at if status == "finished" else None
-        write_manifest(plan.out, manifest)
+        try:
+            write_manifest(plan.out, manifest)
+        except OutputError:
+            if status == "finished":
+                raise
+            # else the error that stopped the run is the one to report, not this consequence of it
     return summary
 
 
@@ -291,7 +377,7 @@ def _run_in_pool(todo: list[CellSpec], cell_runner: CellRunner, workers: int, gp
             for gpu in gpus[:workers]:
                 gpu_queue.put(gpu)
         return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(gpu_queue, threads))
+                                   initargs=(gpu_queue, threads, os.getpid()))
 
     pool = new_pool()
     pending = iter(todo)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
 
@@ -73,5 +74,9 @@ def main() -> None:
     try:
         app()
     except DataError as error:
-        print(f"klue: error: {error.summary()}", file=sys.stderr)
+        print(f"klue: error: {error.summary(name_errors=False)}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as error:  # the environment, not klue: a file that cannot be read or written, as one line
+        where = f"{os.fsdecode(error.filename)}: " if error.filename else ""
+        print(f"klue: error: {where}{error.strerror or error}", file=sys.stderr)
         sys.exit(2)

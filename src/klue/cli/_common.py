@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
+import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from klue.benchmark.cells import FilesChoice
 
 # Results and tables go to stdout; progress and messages to stderr, so `--json` output stays clean.
 stdout = Console()
@@ -42,3 +47,44 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
             raise DataError(f"{option} {item!r} is not key=value")
         out[key.strip()] = yaml.safe_load(value) if value.strip() else None
     return out
+
+
+# Own files (protocol `files`): the same options on `klue train`, `klue benchmark` and `klue llm`.
+_FORMATS = ("official, a reader of the task (`klue tasks` lists them: kornli, korsts, conllu, squad, ...), "
+            "datasets (a save_to_disk directory, DIR:split for a DatasetDict) or parquet")
+TrainFile = Annotated[Path | None, typer.Option(
+    "--train", help="Train on this file (any reader of the task; format told from the file). Makes the "
+    "protocol `files`, never official; without --selection, checkpoints are selected on a 10% slice of it "
+    "kept out by group hash.", show_default=False, rich_help_panel="Own data")]
+EvalFile = Annotated[Path | None, typer.Option(
+    "--eval", help="Evaluate on this file (with --train).", show_default=False, rich_help_panel="Own data")]
+SelectionFile = Annotated[Path | None, typer.Option(
+    "--selection", help="Select checkpoints on this file instead of a slice of --train.", show_default=False,
+    rich_help_panel="Own data")]
+TrainFormat = Annotated[str | None, typer.Option(
+    "--train-format", help=f"Format of --train: {_FORMATS}.", show_default=False, rich_help_panel="Own data")]
+EvalFormat = Annotated[str | None, typer.Option(
+    "--eval-format", help="Format of --eval.", show_default=False, rich_help_panel="Own data")]
+SelectionFormat = Annotated[str | None, typer.Option(
+    "--selection-format", help="Format of --selection.", show_default=False, rich_help_panel="Own data")]
+EvalFraction = Annotated[float | None, typer.Option(
+    "--eval-fraction", help="Without --eval: split this fraction of --train off for evaluation, by group hash "
+    "(no premise, dialogue or context straddles the split).", show_default=False, rich_help_panel="Own data")]
+
+
+def files_choice(train: Path | None, eval: Path | None, selection: Path | None, train_format: str | None,
+                 eval_format: str | None, selection_format: str | None,
+                 eval_fraction: float | None) -> FilesChoice | None:
+    """The `files` protocol's options, or None when --train is not given (then none of them may be)."""
+    from klue.benchmark.cells import FilesChoice
+    from klue.errors import DataError
+
+    if train is None:
+        given = [name for name, value in (("--eval", eval), ("--selection", selection), ("--eval-format", eval_format),
+                                          ("--selection-format", selection_format), ("--train-format", train_format),
+                                          ("--eval-fraction", eval_fraction)) if value is not None]
+        if given:
+            raise DataError(f"{', '.join(given)} need --train FILE (protocol `files`)")
+        return None
+    return FilesChoice(str(train), str(eval) if eval else None, str(selection) if selection else None,
+                       train_format, eval_format, selection_format, eval_fraction)

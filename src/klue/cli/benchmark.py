@@ -7,7 +7,19 @@ from typing import Annotated
 
 import typer
 
-from klue.cli._common import metric_mode, parse_key_values, stderr
+from klue.cli._common import (
+    EvalFile,
+    EvalFormat,
+    EvalFraction,
+    SelectionFile,
+    SelectionFormat,
+    TrainFile,
+    TrainFormat,
+    files_choice,
+    metric_mode,
+    parse_key_values,
+    stderr,
+)
 from klue.errors import DataError
 
 
@@ -22,12 +34,13 @@ def parse_seeds(text: str) -> tuple[int, ...]:
 
 
 def check_protocol(protocol: str) -> str:
-    from klue.benchmark.cells import AUTO_PROTOCOL
+    from klue.benchmark.cells import AUTO_PROTOCOL, HF_PROTOCOL
     from klue.protocols import HELDOUT, OFFICIAL
 
-    if protocol in (AUTO_PROTOCOL, OFFICIAL, HELDOUT) or protocol.startswith("local:"):
+    if protocol in (AUTO_PROTOCOL, OFFICIAL, HELDOUT, HF_PROTOCOL) or protocol.startswith("local:"):
         return protocol
-    raise DataError(f"--protocol takes auto, official, heldout or local:<name>, not {protocol!r}")
+    raise DataError(f"--protocol takes auto, official, heldout, hf or local:<name>, not {protocol!r}; for your own "
+                    "files use --train FILE --eval FILE (protocol `files`)")
 
 
 def resolve_tasks(names: str) -> tuple[str, ...]:
@@ -52,7 +65,8 @@ def benchmark(
     tasks: Annotated[str, typer.Option(help="`all` or comma-separated task names (ynat,nli,...).")] = "all",
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one cell per seed.")] = "1",
     protocol: Annotated[str, typer.Option(help="auto (official when the official train file is present, "
-                                          "else the task's local default), official, heldout or local:<name>.")
+                                          "else the task's local default), official, heldout, local:<name> or hf (the Hugging Face klue/klue "
+                                          "copy). --train FILE makes it `files`.")
                         ] = "auto",
     mode: Annotated[str, typer.Option(help="Metric mode: official (the KLUE code, quirks included) or "
                                       "corrected.")] = "official",
@@ -64,6 +78,16 @@ def benchmark(
                                                  "cache).")] = None,
     extra_data_dir: Annotated[str | None, typer.Option(help="Directory holding klue-partial/, klue-derived/ "
                                                        "and korean/ (else KLUE_EXTRA_DATA_DIR).")] = None,
+    train_file: TrainFile = None,
+    eval_file: EvalFile = None,
+    selection_file: SelectionFile = None,
+    train_format: TrainFormat = None,
+    eval_format: EvalFormat = None,
+    selection_format: SelectionFormat = None,
+    eval_fraction: EvalFraction = None,
+    report_to: Annotated[str | None, typer.Option(
+        "--report-to", help="Encoder cells also send their learning curves to trackers (comma list): "
+        "tensorboard, mlflow, wandb; files under each cell's tracking/.", show_default=False)] = None,
 ) -> None:
     """Run train, predict and score for every task x model x seed; skip cells already done.
 
@@ -74,8 +98,16 @@ def benchmark(
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
     from klue.reporting.html import REPORT_FILE
 
+    overrides = parse_key_values(override or [], "--override")
+    if report_to is not None:
+        from klue.training.tracking import parse_report_to
+
+        parse_report_to(report_to)  # refused before any cell runs
+        overrides["report_to"] = report_to
+    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
+                         eval_fraction)
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
-                         metric_mode(mode), data_dir, extra_data_dir, tuple(parse_key_values(override or [], '--override').items()))
+                         metric_mode(mode), data_dir, extra_data_dir, tuple(overrides.items()), files)
     summary = run_benchmark(plan, jobs=jobs, console=stderr)
     print_leaderboard(out)
     ran = len(summary.outcomes)

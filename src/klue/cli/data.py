@@ -1,4 +1,5 @@
-"""`klue data`: check data files (`validate`) and see what data is here (`summary`).
+"""`klue data`: check data files (`validate`), see what data is here (`summary`), and write a task's
+official files as a Hugging Face `datasets` copy (`export`).
 
 `klue data download` is added to `data_app` by `klue.cli.data_download`.
 """
@@ -17,7 +18,7 @@ data_app = typer.Typer(
     name="data",
     no_args_is_help=True,
     rich_markup_mode="rich",
-    help="KLUE data: validate files, summarise what is here (and `download`).",
+    help="KLUE data: validate files, summarise what is here, export a Hugging Face copy (and `download`).",
 )
 
 DataDirOption = Annotated[str | None, typer.Option(
@@ -164,3 +165,50 @@ def summary_command(
         stdout.print(f"{entry['task']}: protocols that can run here: {available}", highlight=False)
         for todo in entry["todo"]:
             stdout.print(f"  to get the missing files: {todo}", markup=False, highlight=False)
+
+
+EXPORT_FORMATS = ("hf",)
+
+
+@data_app.command("export")
+def export_command(
+    task_name: Annotated[str, typer.Option("--task", "-t", help="The task whose official files to export.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write (replaced atomically if it is an "
+                                      "earlier export; any other existing directory is refused).")],
+    export_format: Annotated[str, typer.Option("--format", help="Output format: hf (a `datasets` "
+                                               "save_to_disk DatasetDict).")] = "hf",
+    data_dir: DataDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was written as JSON.")] = False,
+) -> None:
+    """Write a task's official train and dev files as a Hugging Face `datasets` copy.
+
+    The copy is a DatasetDict (`datasets.load_from_disk(DIR)`) with one split per file here: `train` and
+    `validation`. Its columns are the hub's `klue/klue` ones plus the official fields the hub copy lacks,
+    and its label columns are ClassLabels in the OFFICIAL label order, so a loaded copy shows label names.
+    `klue train --train DIR:validation` (or any `files` protocol) reads it back into the same records.
+    Needs the optional `datasets` package (`pip install 'klue\\[hf]'`).
+    """
+    from klue import registry
+    from klue.errors import DataError
+    from klue.io.locate import roots_from
+    from klue.tasks.hf_copy import export
+
+    try:
+        if export_format not in EXPORT_FORMATS:
+            raise DataError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {export_format!r}")
+        task = registry.get(task_name)
+        with stderr.status(f"exporting {task.name}"):
+            written = export(task, roots_from(data_dir, None), out)
+    except DataError as error:
+        fail(error.summary(name_errors=False))
+    if as_json:
+        print(json.dumps({"task": task.name, "format": export_format, "out": str(written.out),
+                          "splits": [vars(s) for s in written.splits], "missing": list(written.missing)},
+                         ensure_ascii=False, indent=2))
+        return
+    for split in written.splits:
+        stdout.print(f"{task.name} {split.split}: {split.n_records:,} records from {split.path} "
+                     f"(git blob {split.git_blob[:12]})", markup=False, highlight=False, soft_wrap=True)
+    for path in written.missing:
+        stdout.print(f"  not here, not exported: {path}", markup=False, highlight=False, soft_wrap=True)
+    stdout.print(f"wrote {written.out} (datasets.load_from_disk)", markup=False, highlight=False, soft_wrap=True)

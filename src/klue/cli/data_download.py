@@ -60,13 +60,18 @@ def download_command(
                                  "declared URLs for v1).")
     ] = None,
     attempts: Annotated[int, typer.Option("--attempts", min=1, help="Tries per file for broken transfers.")] = 4,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Network timeout in seconds.")] = 30.0,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Network timeout in seconds, for "
+                                           "connecting and for each read.")] = 30.0,
+    deadline: Annotated[float, typer.Option("--deadline", min=0.1, help="Seconds the whole transfer of one "
+                                            "file may take, retries included (a server that drips bytes "
+                                            "never trips --timeout).")] = 1800.0,
 ) -> None:
     """Download the official KLUE files, verify each one, and place it atomically.
 
     Every file is checked against the identity its task declares (git blob id for v1.1, sha256 and size
     for v1 tarballs); one that does not match is deleted and reported. Files already present and
-    verified are skipped. Broken transfers are retried with backoff (resumed where the server allows).
+    verified are skipped. Broken transfers are retried with backoff (resumed where the server allows);
+    the temporary .part file of a download that was killed is removed by the next run.
     Without a network, use `--from DIR` to import a local copy, or point --data-dir / KLUE_DATA_DIR at
     files you already have. Exit code 0 when every requested file is in place and verified, 2 otherwise.
     """
@@ -84,13 +89,13 @@ def download_command(
         fail(f"--role {', '.join(bad_roles)} is not one of {', '.join(ROLES)}")
     selected = _tasks(tasks)
     target = dest.expanduser() if dest is not None else data_root(data_dir).path
-    policy = dl.RetryPolicy(attempts=attempts, timeout_s=timeout)
+    policy = dl.RetryPolicy(attempts=attempts, timeout_s=timeout, deadline_s=deadline)
     progress = Progress(
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
         console=stderr, transient=True, disable=not stderr.is_terminal,
     )
     try:
-        with progress:
+        with dl.sigterm_exits(), progress:  # SIGTERM, like Ctrl-C, removes the .part being written
             report = dl.download(
                 selected, target, version=version, base_url=base_url,  # type: ignore[arg-type]
                 from_dir=from_dir.expanduser() if from_dir is not None else None,

@@ -24,7 +24,9 @@ def tokenizer_command(
     pretokenize: Annotated[str, typer.Option(help="What the trainer sees: morpheme (words cut at Kiwi "
                                              "morpheme boundaries), whitespace (words) or none (whole texts).")
                            ] = "morpheme",
-    vocab_size: Annotated[int, typer.Option(help="Largest vocabulary size (special tokens included).")] = 32000,
+    vocab_size: Annotated[int, typer.Option(help="Largest vocabulary size (special tokens included); one "
+                                            "below what the corpus's characters need is refused, naming "
+                                            "that minimum.")] = 32000,
     style: Annotated[str, typer.Option(help="Special tokens and post-processor: bert ([CLS] [SEP] [PAD] [UNK] "
                                        "[MASK], token types) or roberta (<s> </s> <pad> <unk> <mask>).")] = "bert",
     min_frequency: Annotated[int, typer.Option(help="WordPiece/BPE: least count of a merge.")] = 2,

@@ -27,12 +27,16 @@ def report(
     learning curves and the provenance of every number; it needs no network.
     """
     from klue.io.atomic import write_text_atomic
+    from klue.io.output import check_output_file
     from klue.reporting.aggregate import load_aggregate
     from klue.reporting.html import REPORT_FILE, write_report
     from klue.reporting.leaderboard import build_leaderboard, to_markdown
 
     if format not in ("html", "md"):
         raise DataError(f"--format takes html or md, not {format!r}")
+    target = output or (directory / REPORT_FILE if format == "html" else None)
+    if target is not None:
+        check_output_file(target, "--output")
     agg = load_aggregate(directory)
     if format == "md":
         text = to_markdown(build_leaderboard(agg))
@@ -42,7 +46,7 @@ def report(
             write_text_atomic(output, text)
             stderr.print(f"leaderboard written to {output}")
         return
-    target = output or directory / REPORT_FILE
+    assert target is not None  # html always has a target
     write_report(agg, target)
     stderr.print(f"report written to {target}")
 

@@ -12,6 +12,9 @@ import typer
 from klue.cli._common import metric_mode, stderr, stdout
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from klue.errors import Problem
     from klue.scoring import ScoreResult
 
 
@@ -22,8 +25,8 @@ def register(app: typer.Typer) -> None:
 def score_command(
     task_name: Annotated[str, typer.Option("--task", help="Task name or alias, e.g. ner or klue-ner "
                                            "(`klue tasks` lists them).", show_default=False)],
-    gold: Annotated[Path, typer.Option("--gold", help="Gold file in the official format (or the format "
-                                       "named by --gold-format).", show_default=False)],
+    gold: Annotated[Path, typer.Option("--gold", help="Gold file in the official format, or in the format "
+                                       "named by --gold-format or told by its name.", show_default=False)],
     predictions: Annotated[Path, typer.Option("--predictions", help="Prediction file: JSON Lines, one object "
                                               "per example with its guid (docs/tasks.md, \"Prediction files\"); also a JSON list in "
                                               "gold order or a {guid: item} map; .gz accepted.",
@@ -36,30 +39,55 @@ def score_command(
         "label-order file (relation_list.json); default the official order.")] = None,
     gold_format: Annotated[str | None, typer.Option(
         "--gold-format", help="Read --gold with another reader of the task (`klue tasks` lists each task's "
-        "readers); default the official format.")] = None,
+        "readers); default: told from the file's extension, name or folder as `klue data validate` tells it "
+        "(`.conllu`, `korsts/`), else the official format.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: task, mode, n_examples, "
                                           "every metric at the top level, breakdowns under their names.")] = False,
 ) -> None:
     """Score PREDICTIONS against GOLD with the official KLUE metrics of TASK (0-100 scale).
 
     Every gold example needs exactly one prediction. Missing, duplicate or unknown guids, labels outside
-    the task's label set, tag or head lists of the wrong length and non-finite numbers are errors
-    naming the offending guids (exit code 2). Labels in JSON Lines must be names; in the list and map
-    shapes an integer label indexes the official label order.
+    the task's label set, tag or head lists of the wrong length, heads outside the sentence, `probs` that
+    are not probabilities and non-finite numbers are errors naming the offending guids (exit code 2).
+    Labels in JSON Lines must be names; in the list and map shapes an integer label indexes the official
+    label order.
     """
     from klue import registry
-    from klue.scoring import result_to_json, score_files
+    from klue.scoring import gold_format_for, result_to_json, score_files
+    from klue.tasks.base import OFFICIAL_READER
 
     task = registry.get(task_name)
-    result = score_files(task, gold, predictions, metric_mode(mode), relation_list, gold_format)
-    if result.warnings:
-        first = result.warnings[0]
-        stderr.print(f"[yellow]{len(result.warnings)} warnings[/yellow] while reading, e.g. {first}",
-                     highlight=False, markup=True)
+    checked_mode = metric_mode(mode)
+    fmt = gold_format_for(task, gold, gold_format)
+    if gold_format is None and fmt != OFFICIAL_READER:
+        stderr.print(f"reading --gold as {task.name} {fmt!r} (told from the file; --gold-format to choose)",
+                     markup=False, highlight=False)
+    result = score_files(task, gold, predictions, checked_mode, relation_list, fmt)
+    _print_warnings(result.warnings)
     if as_json:
         print(json.dumps(result_to_json(result), ensure_ascii=False, indent=2, allow_nan=False))
         return
     _print_table(result)
+
+
+SHOWN_WARNINGS = 5  # warnings printed per file, one per line, before the count of the others
+
+
+def _print_warnings(warnings: Sequence[Problem]) -> None:
+    """Per file read (gold, then predictions), its first warnings in full (each names its guid or line),
+    then how many more: the gold file's must not hide the prediction file's."""
+    from rich.markup import escape
+
+    by_file: dict[str, list[Problem]] = {}
+    for problem in warnings:
+        by_file.setdefault(problem.path, []).append(problem)
+    for path, problems in by_file.items():
+        stderr.print(f"[yellow]{len(problems)} warnings[/yellow] while reading {escape(path)}:", highlight=False,
+                     markup=True, soft_wrap=True)
+        for problem in problems[:SHOWN_WARNINGS]:
+            stderr.print(f"  {problem}", markup=False, highlight=False, soft_wrap=True)
+        if len(problems) > SHOWN_WARNINGS:
+            stderr.print(f"  ... and {len(problems) - SHOWN_WARNINGS} more", markup=False, highlight=False)
 
 
 def _number(value: float) -> str:

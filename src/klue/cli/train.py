@@ -8,7 +8,20 @@ from typing import Annotated
 
 import typer
 
-from klue.cli._common import metric_mode, parse_key_values, stderr, stdout
+from klue.cli._common import (
+    EvalFile,
+    EvalFormat,
+    EvalFraction,
+    SelectionFile,
+    SelectionFormat,
+    TrainFile,
+    TrainFormat,
+    files_choice,
+    metric_mode,
+    parse_key_values,
+    stderr,
+    stdout,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +38,8 @@ def train_command(
     task_name: Annotated[str, typer.Option("--task", help="Task name or alias (klue-ner ...; `klue tasks` "
                                            "lists them); a task without a fine-tuning adapter says so.",
                                            show_default=False)],
-    model: Annotated[str, typer.Option("--model", help="A Hugging Face hub name (klue/roberta-large) or a "
+    model: Annotated[str, typer.Option("--model", help="`classic` (the task's CPU baseline, no pretrained "
+                                       "model), a Hugging Face hub name (klue/roberta-large) or a "
                                        "local directory: with weights = that pretrained model; config.json + "
                                        "tokenizer but no weights = train from scratch (see "
                                        "klue.models.tiny.make_tiny_model_dir); a `klue train` best/ directory "
@@ -36,10 +50,12 @@ def train_command(
     recipe: Annotated[str | None, typer.Option("--recipe", help="Recipe name (paper: the official baseline's "
                                         "hyper-parameters by model size, the default) or a YAML file.",
                                         show_default=False)] = None,
-    protocol: Annotated[str, typer.Option("--protocol", help="official (train -> dev, select on dev), heldout "
-                                          "(select on a 10% slice of train, report dev once), "
-                                          "local:dev-80-20, or a task's own (local:ner-train5000, "
-                                          "local:ynat-resplit, ...).")] = "official",
+    protocol: Annotated[str | None, typer.Option("--protocol", help="official (train -> dev, select on dev; the "
+                                          "default), heldout (select on a 10% slice of train, report dev once), "
+                                          "local:dev-80-20, a task's own (local:ner-train5000, "
+                                          "local:ynat-resplit, ...), or hf (the Hugging Face klue/klue copy "
+                                          "through `datasets`). --train FILE makes it `files`.",
+                                          show_default=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed (weights of new layers, data order, "
                                       "dropout).")] = 42,
     output: Annotated[Path | None, typer.Option("--output", help="Run directory (results.json, "
@@ -53,25 +69,60 @@ def train_command(
         "--extra-data-dir", help="Directory holding klue-partial/, klue-derived/, korean/ (else "
         "KLUE_EXTRA_DATA_DIR).", show_default=False)] = None,
     mode: Annotated[str, typer.Option("--mode", help="Metric mode: official or corrected.")] = "official",
+    train_file: TrainFile = None,
+    eval_file: EvalFile = None,
+    selection_file: SelectionFile = None,
+    train_format: TrainFormat = None,
+    eval_format: EvalFormat = None,
+    selection_format: SelectionFormat = None,
+    eval_fraction: EvalFraction = None,
+    report_to: Annotated[str | None, typer.Option(
+        "--report-to", help="Also send the learning curve to trackers (comma list): tensorboard, mlflow, wandb; "
+        "files under OUTPUT/tracking/ (W&B: WANDB_MODE=offline keeps it local).", show_default=False)] = None,
 ) -> None:
     """Fine-tune MODEL on TASK with the recipe's hyper-parameters, select the best checkpoint, and write
     results.json + predictions.jsonl scored with the official metrics.
 
     Runs on CPU, one GPU, or several through `accelerate launch --num_processes N $(which klue) train ...`;
-    bf16/fp16 are used automatically where the GPU has them (mixed_precision=auto).
+    bf16/fp16 are used automatically where the GPU has them (mixed_precision=auto). `--model classic` trains
+    the task's CPU baseline instead (the same results.json and predictions.jsonl; it takes no overrides).
     """
     from klue import registry
+    from klue.benchmark.cells import FILES_PROTOCOL, resolve_data
+    from klue.errors import DataError
     from klue.io.locate import roots_from
-    from klue.protocols import resolve
-    from klue.results import RESULTS_FILE
+    from klue.io.lock import check_free
+    from klue.io.output import check_output_dir
+    from klue.protocols import OFFICIAL
+    from klue.results import CLASSIC, RESULTS_FILE
     from klue.training.run import run
 
     mode = metric_mode(mode)
     task = registry.get(task_name)
     values = parse_key_values(list(overrides or []), "override")
-    data = resolve(task, protocol, roots_from(data_dir, extra_data_dir))
+    if model == CLASSIC and (values or recipe or report_to):
+        raise DataError("--model classic trains the task's CPU baseline, which takes no hyper-parameter overrides, "
+                        "--recipe or --report-to")
+    if report_to is not None:
+        from klue.training.tracking import parse_report_to
+
+        parse_report_to(report_to)  # an unknown or missing tracker is refused before any work
+        values["report_to"] = report_to
+    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
+                         eval_fraction)
+    if files is not None and protocol not in (None, FILES_PROTOCOL):
+        raise DataError(f"--train/--eval make the protocol `files`; drop --protocol {protocol}")
+    protocol = FILES_PROTOCOL if files is not None else (protocol or OFFICIAL)
     out = output or _default_output(task.name, model, protocol, seed)
-    results = run(task, model, data, seed, out, values, mode, recipe=recipe)
+    check_output_dir(out, "--output")  # before any data is read or model loaded
+    check_free(out, "klue train")
+    data = resolve_data(task, protocol, roots_from(data_dir, extra_data_dir), files)
+    if model == CLASSIC:
+        from klue.baselines import run_locked
+
+        results = run_locked(task, data, seed, out, mode)
+    else:
+        results = run(task, model, data, seed, out, values, mode, recipe=recipe)
     if os.environ.get("RANK", "0") != "0":  # under `accelerate launch`, only the main process reports
         return
     from rich.table import Table
@@ -83,18 +134,20 @@ def train_command(
         table.add_row(name, f"{value:.4f}")
     stdout.print(table)
     speed = f"{results.train_examples_per_s:,.0f}" if results.train_examples_per_s else "-"
+    best = f", best step {results.training.best_step}" if results.training else ""
     stderr.print(f"{results.n_train:,} train / {results.n_eval:,} eval examples, {results.train_time_s:.1f} s "
-                 f"training ({speed} examples/s), best step {results.training.best_step if results.training else '-'}; "
-                 f"results in {out / RESULTS_FILE}", highlight=False)
+                 f"training ({speed} examples/s){best}; results in {out / RESULTS_FILE}", highlight=False)
 
 
 def predict_command(
     task_name: Annotated[str, typer.Option("--task", help="Task the model was fine-tuned for.",
                                            show_default=False)],
     model: Annotated[Path, typer.Option("--model", help="A fine-tuned model directory (<run>/best from "
-                                        "`klue train`).", show_default=False)],
-    input_path: Annotated[Path, typer.Option("--input", help="Examples in the task's official format (or "
-                                             "the format named by --input-format).", show_default=False)],
+                                        "`klue train`). CPU baselines (`classic`) are not saved: they retrain "
+                                        "in seconds, see below.", show_default=False)],
+    input_path: Annotated[Path, typer.Option("--input", help="Examples in any format of the task, told from the "
+                                             "file (or named by --input-format); gold fields may be absent.",
+                                             show_default=False)],
     output: Annotated[Path, typer.Option("--output", help="Prediction file to write (JSON Lines, one "
                                          "object per example; `klue score` reads it).", show_default=False)],
     input_format: Annotated[str | None, typer.Option(
@@ -105,18 +158,21 @@ def predict_command(
 ) -> None:
     """Predict INPUT with a fine-tuned MODEL and write one prediction per example to OUTPUT."""
     from klue import registry
-    from klue.errors import DataError, ProblemLog
+    from klue.errors import DataError
+    from klue.io.output import check_output_file
     from klue.predictions import write_predictions
+    from klue.results import CLASSIC
+    from klue.tasks.kinds import read_for_prediction
     from klue.training.run import predict
 
     task = registry.get(task_name)
-    if input_format is not None and input_format not in task.other_readers:
-        known = ", ".join(task.other_readers) or "none"
-        raise DataError(f"--input-format {input_format!r}: {task.name} readers are {known}")
-    reader = task.reader(input_format)
-    log = ProblemLog(str(input_path))
-    records = reader(input_path, log)
-    log.raise_if_errors()
+    if str(model) == CLASSIC:
+        raise DataError("--model classic: CPU baselines are not saved (a saved scikit-learn or CRF model would be "
+                        "a pickle, which can run code when loaded); they retrain in seconds to minutes with "
+                        f"`klue train --task {task.name} --model classic --train TRAIN --eval EVAL`, which writes "
+                        "the baseline's predictions of EVAL. `klue predict` applies fine-tuned encoders (<run>/best)")
+    check_output_file(output, "--output")  # before the inference, not after it
+    records = read_for_prediction(task, input_path, input_format)  # gold fields may be absent: new data
     predictions = predict(task, model, records, eval_batch_size=batch_size, cpu=cpu)
     write_predictions(output, task, records, predictions, f"model {model}")
     stderr.print(f"{len(predictions):,} predictions written to {output}", highlight=False)

@@ -24,6 +24,7 @@ class ConlluWord:
     xpos: str
     head: int
     deprel: str
+    line: int = 0  # the word's line in the file, for messages
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,6 @@ def read_sentences(path: Path, log: ProblemLog) -> list[ConlluSentence]:
             log.error(where, f"HEAD {fields[6]!r} is not an integer")
             ok = False
             continue
-        words.append(ConlluWord(expected, fields[1], fields[2], fields[3], fields[4], head, fields[7]))
+        words.append(ConlluWord(expected, fields[1], fields[2], fields[3], fields[4], head, fields[7], number))
     finish()
     return sentences

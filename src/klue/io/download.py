@@ -11,24 +11,40 @@ place, verified, then renamed; one that fails verification is deleted, never lef
 already present that verifies is skipped. Only the standard library talks HTTP (the core install has
 no `requests`); a broken transfer is retried with exponential backoff and resumed with a Range request
 when the server accepts ranges.
+
+Two clocks bound a transfer: a socket timeout per read (`RetryPolicy.timeout_s`: a silent server) and a
+deadline for the whole file, all attempts included (`RetryPolicy.deadline_s`: a server that drips a byte
+now and then never trips a read timeout). The temporary `.part` file of a transfer is locked while its run
+lives; a run killed outright (kill -9, power loss) leaves it unlocked, and the next run placing the same
+file removes it. `sigterm_exits` makes SIGTERM run the clean-up a Ctrl-C runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import http.client
 import os
+import re
 import shutil
+import signal
 import socket
 import tarfile
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from types import FrameType
 from typing import BinaryIO, Literal, Protocol
+
+try:  # POSIX: a live run's .part is told from an abandoned one by its lock
+    import fcntl
+except ImportError:  # Windows: by its age instead (_part_abandoned)
+    fcntl = None  # type: ignore[assignment]
 
 from rich.progress import Progress, TaskID
 
@@ -41,6 +57,9 @@ BASE_URL_ENV = "KLUE_DOWNLOAD_BASE_URL"  # a mirror of `klue_benchmark/` (v1.1 f
 V1_BASE_URL_ENV = "KLUE_DOWNLOAD_V1_BASE_URL"  # a mirror holding the v1 tarballs by file name
 VERSIONS = ("v1.1", "v1")
 CHUNK_SIZE = 1 << 16
+DEFAULT_DEADLINE_S = 1800.0  # a whole file; the largest official file (19 MB) needs ~11 KB/s to make it
+PART_GRACE_S = 1.0  # a .part younger than this may be another run's, created but not locked yet
+PART_STALE_WITHOUT_LOCKS_S = 3600.0  # where there is no flock: a .part untouched this long is abandoned
 USER_AGENT = "klue-downloader (+https://github.com/KLUE-benchmark/KLUE)"
 
 Version = Literal["v1.1", "v1"]
@@ -76,6 +95,7 @@ class RetryPolicy:
     backoff_s: float = 1.0  # wait before the 2nd try; doubled before each further one
     max_backoff_s: float = 16.0
     timeout_s: float = 30.0  # socket timeout for connecting and for each read
+    deadline_s: float | None = DEFAULT_DEADLINE_S  # the whole transfer of one file, every attempt included
 
     def wait_before(self, attempt: int) -> float:
         """Seconds to sleep before try number `attempt` (1-based; the first try waits 0)."""
@@ -230,6 +250,27 @@ def _unreachable_message(url: str, reason: object) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """When the whole transfer of one file must be done, on the monotonic clock (None: never)."""
+
+    seconds: float | None
+    at: float | None
+
+    @classmethod
+    def starting_now(cls, seconds: float | None) -> Deadline:
+        return cls(seconds, None if seconds is None else time.monotonic() + seconds)
+
+    def passed(self, after_s: float = 0.0) -> bool:
+        """Whether the deadline has passed (or will have, `after_s` seconds from now)."""
+        return self.at is not None and time.monotonic() + after_s >= self.at
+
+    def error(self, url: str, received: int, total: int | None) -> DownloadError:
+        got = f"{received} of {total} bytes" if total is not None else f"{received} bytes"
+        return DownloadError(f"the transfer of {url} did not finish within its deadline of {self.seconds:g} s "
+                             f"(--deadline); {got} had arrived")
+
+
 def _expected_total(response: http.client.HTTPResponse) -> int | None:
     """The full file size the server promises, from Content-Range (206) or Content-Length (200)."""
     if response.status == 206:
@@ -257,9 +298,11 @@ def _one_attempt(
     policy: RetryPolicy,
     progress: Progress | None,
     progress_id: TaskID | None,
+    deadline: Deadline = Deadline(None, None),
 ) -> tuple[int, bool]:
     """Fetch `url` into `handle` (resuming at `offset` when > 0); returns (bytes in handle,
-    server accepts ranges). Raises _TransientError when the body breaks off."""
+    server accepts ranges). Raises _TransientError when the body breaks off, DownloadError when the
+    deadline passes (checked as bytes arrive; a read that gets none waits at most `policy.timeout_s`)."""
     headers = {"User-Agent": USER_AGENT}
     if offset:
         headers["Range"] = f"bytes={offset}-"
@@ -291,28 +334,34 @@ def _one_attempt(
         if progress is not None and progress_id is not None:
             progress.update(progress_id, completed=received, total=total)
         try:
-            while chunk := response.read(CHUNK_SIZE):
+            # read1 returns what has arrived (read waits for a whole chunk), so a drip meets the deadline.
+            while chunk := response.read1(CHUNK_SIZE):
                 handle.write(chunk)
                 received += len(chunk)
                 if progress is not None and progress_id is not None:
                     progress.update(progress_id, completed=received)
+                if deadline.passed():
+                    handle.flush()
+                    raise deadline.error(url, received, total)
         except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as error:
             handle.flush()
-            raise _BrokenTransfer(received, accepts_ranges, f"{type(error).__name__}: {error}") from error
+            why = f"{type(error).__name__}: {error}"
+            raise _BrokenTransfer(received, accepts_ranges, why, total) from error
         handle.flush()
     # http.client returns b"" on a short body instead of raising: compare with the promised size.
     if total is not None and received != total:
         raise _BrokenTransfer(
-            received, accepts_ranges, f"connection closed after {received} of {total} bytes"
+            received, accepts_ranges, f"connection closed after {received} of {total} bytes", total
         )
     return received, accepts_ranges
 
 
 class _BrokenTransfer(_TransientError):
-    def __init__(self, received: int, accepts_ranges: bool, why: str) -> None:
+    def __init__(self, received: int, accepts_ranges: bool, why: str, total: int | None = None) -> None:
         super().__init__(why)
         self.received = received
         self.accepts_ranges = accepts_ranges
+        self.total = total
 
 
 def fetch_url(
@@ -326,17 +375,23 @@ def fetch_url(
     """Download `url` into the open binary `handle`, retrying broken transfers with backoff (and
     resuming with Range when the server accepts ranges). Returns the number of bytes written.
 
-    Raises HostUnreachableError when no connection can be made, DownloadError for an HTTP error reply
-    or when every attempt broke off."""
-    offset = 0
+    Raises HostUnreachableError when no connection can be made, DownloadError for an HTTP error reply,
+    when every attempt broke off, or when `policy.deadline_s` passed first."""
+    deadline = Deadline.starting_now(policy.deadline_s)
+    offset = received = 0
+    total: int | None = None
     last_reason = ""
     for attempt in range(1, policy.attempts + 1):
-        sleep(policy.wait_before(attempt))
+        wait = policy.wait_before(attempt)
+        if deadline.passed(after_s=wait):  # no try that would start after the deadline
+            raise deadline.error(url, received, total)
+        sleep(wait)
         try:
-            received, _ = _one_attempt(url, handle, offset, policy, progress, progress_id)
+            received, _ = _one_attempt(url, handle, offset, policy, progress, progress_id, deadline)
             return received
         except _BrokenTransfer as broken:
             offset = broken.received if broken.accepts_ranges else 0
+            received, total = broken.received, broken.total
             last_reason = str(broken)
         except _TransientError as error:
             offset = 0
@@ -367,6 +422,83 @@ def _remove_empty(directories: list[Path]) -> None:
             return
 
 
+def _part_pattern(final: Path) -> re.Pattern[str]:
+    """The names `temp_path_beside(final, ".part")` gives: `.<name>.<12 hex digits>.part`."""
+    return re.compile(re.escape(f".{final.name}.") + r"[0-9a-f]{12}\.part")
+
+
+def _lock_part(fd: int) -> int | None:
+    """Lock the new .part open at `fd` for as long as this run lives; returns a descriptor that holds the
+    lock (close it to release), or None where there are no locks. The lock goes with the process, so a
+    run killed outright leaves its .part unlocked for the next run to remove."""
+    if fcntl is None:
+        return None
+    holder = os.dup(fd)  # the lock belongs to the open file, which stays open while `holder` does
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # no locks on this file system: the download works all the same, unguarded
+        os.close(holder)
+        return None
+    return holder
+
+
+def _part_abandoned(part: Path) -> bool:
+    """True when no live run owns `part`: unlocked (no flock: untouched for an hour) and not brand new."""
+    try:
+        age = time.time() - part.stat().st_mtime
+        if age < PART_GRACE_S:
+            return False
+        if fcntl is None:
+            return age > PART_STALE_WITHOUT_LOCKS_S
+        probe = os.open(part, os.O_RDONLY)
+    except OSError:  # gone already, or not ours to open: leave it
+        return False
+    try:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:  # locked: a live run is writing it
+        return False
+    finally:
+        os.close(probe)
+
+
+def remove_stale_parts(final: Path) -> list[Path]:
+    """Remove the `.part` files that runs killed while placing `final` left beside it; returns them."""
+    pattern = _part_pattern(final)
+    try:
+        candidates = [p for p in final.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:  # no directory yet (nothing to remove), or one we cannot list (the write will say)
+        return []
+    removed: list[Path] = []
+    for part in candidates:
+        if _part_abandoned(part):
+            with contextlib.suppress(OSError):
+                part.unlink()
+                removed.append(part)
+    return removed
+
+
+@contextlib.contextmanager
+def sigterm_exits(code: int = 128 + signal.SIGTERM) -> Iterator[None]:
+    """Inside, SIGTERM raises SystemExit(`code`) instead of ending the process on the spot, so the
+    `finally` clauses that remove a .part run as they do for Ctrl-C. A second SIGTERM acts as before
+    (the handler puts the previous one back first). Outside the main thread, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def exit_now(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, previous)
+        raise SystemExit(code)
+
+    signal.signal(signal.SIGTERM, exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _copy_into(source: Path, handle: BinaryIO, progress: Progress | None, progress_id: TaskID | None) -> int:
     copied = 0
     with source.open("rb") as reader:
@@ -391,6 +523,7 @@ def place_file(
 
     Raises HostUnreachableError (stop everything); every other failure becomes a FileOutcome."""
     final = dest / wanted.path
+    remove_stale_parts(final)
     if final.is_file():
         present_problem = verification_problem(final, wanted)
         if present_problem is None:
@@ -403,6 +536,7 @@ def place_file(
 
     created = _make_dirs(final.parent)
     fd, tmp = temp_path_beside(final, ".part")  # the umask's mode, not mkstemp's 0600
+    lock = _lock_part(fd)
     placed = False
     progress_id = None
     if progress is not None:
@@ -438,6 +572,9 @@ def place_file(
             progress.remove_task(progress_id)
         if not placed:
             tmp.unlink(missing_ok=True)
+        if lock is not None:
+            os.close(lock)
+        if not placed:
             _remove_empty(created)
 
 

@@ -29,8 +29,12 @@ LAS_MACRO_F1 = MetricSpec("las_macro_f1", "LAS macro F1")
 UAS_MICRO_F1 = MetricSpec("uas_micro_f1", "UAS micro F1")
 LAS_MICRO_F1 = MetricSpec("las_micro_f1", "LAS micro F1")
 UAS = MetricSpec("uas", "UAS")  # standard attachment accuracy, reported beside the official ones
-LAS = MetricSpec("las", "LAS")
-SPECS = (UAS_MACRO_F1, LAS_MACRO_F1, UAS_MICRO_F1, LAS_MICRO_F1, UAS, LAS)
+# Version 2: on UD labels `las` compares the universal part of a label only (CoNLL 2018); KLUE labels
+# have no subtypes, so their `las` is as in version 1.
+LAS = MetricSpec("las", "LAS", version="2")
+LAS_FULL = MetricSpec("las_full", "LAS (full UD labels)")  # UD gold only: subtypes compared too
+SPECS = (UAS_MACRO_F1, LAS_MACRO_F1, UAS_MICRO_F1, LAS_MICRO_F1, UAS, LAS, LAS_FULL)
+UD_SUBTYPE_SEPARATOR = ":"  # `flat:name` is the universal relation `flat` with the subtype `name`
 # Official DEPREL order (docs/tasks.md, DP): indices 0-14 are kept apart, 15-37 collapse into "others".
 DEPRELS: tuple[str, ...] = (
     "NP", "NP_AJT", "VP", "NP_SBJ", "VP_MOD", "NP_OBJ", "AP", "NP_CNJ", "NP_MOD", "VNP", "DP", "VP_AJT",
@@ -240,14 +244,22 @@ def compute(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequence
     )
 
 
+def universal_deprel(label: str) -> str:
+    """The universal part of a UD label, the part the CoNLL 2018 shared task's evaluation compares (it
+    drops language-specific subtypes): `flat:name` -> `flat`, `nsubj` -> `nsubj`."""
+    return label.split(UD_SUBTYPE_SEPARATOR, 1)[0]
+
+
 def compute_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequence[str]],
                pred_heads: Sequence[Sequence[int]], pred_deprels: Sequence[Sequence[str]],
                mode: MetricMode = "official") -> MetricReport:
     """Scores for any other label set (UD Korean CoNLL-U), which has no KLUE label order to collapse by.
 
-    Head scores are the official ones (they only use head indices). Without a label order there is no
-    collapse, so both modes give the standard figures: `las_micro_f1` = `las` (right head and label), and
-    `las_macro_f1` = labelled-attachment F1 per label, macro over the labels in gold or prediction.
+    Head scores are the official ones (they only use head indices). `las` is LAS as the CoNLL 2018 shared
+    task computes it: right head and the same universal label (the part before ':', so `flat:name` and
+    `flat` agree); `las_full` compares the full labels. Without a label order there is no collapse, so
+    both modes give the same figures: `las_micro_f1` = `las_full`, and `las_macro_f1` = labelled-attachment
+    F1 per full label (the breakdown `las_f1_per_label`), macro over the labels in gold or prediction.
     """
     check_mode(mode)
     _check_shapes(gold_heads, gold_deprels, pred_heads, pred_deprels)
@@ -255,7 +267,7 @@ def compute_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Seque
     tp: dict[str, int] = {}
     n_gold: dict[str, int] = {}
     n_pred: dict[str, int] = {}
-    n_words = n_head_right = 0
+    n_words = n_head_right = n_universal_right = 0
     for gh_row, gd_row, ph_row, pd_row in zip(gold_heads, gold_deprels, pred_heads, pred_deprels):
         for gh, gd, ph, pd in zip(gh_row, gd_row, ph_row, pd_row):
             n_words += 1
@@ -263,11 +275,12 @@ def compute_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Seque
             n_pred[pd] = n_pred.get(pd, 0) + 1
             if gh == ph:
                 n_head_right += 1
+                n_universal_right += universal_deprel(gd) == universal_deprel(pd)
                 if gd == pd:
                     tp[gd] = tp.get(gd, 0) + 1
     per_label = {k: 100.0 * f1_ratio(tp.get(k, 0), n_pred.get(k, 0), n_gold.get(k, 0))
                  for k in sorted(set(n_gold) | set(n_pred))}
-    las = math.nan if n_words == 0 else 100.0 * sum(tp.values()) / n_words
+    las_full = _percent(sum(tp.values()), n_words)
     return MetricReport(
         task=TASK_NAME,
         mode=mode,
@@ -275,10 +288,15 @@ def compute_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Seque
             "uas_macro_f1": heads.macro_f1(),
             "las_macro_f1": float(np.mean(list(per_label.values()))) if per_label else math.nan,
             "uas_micro_f1": heads.accuracy(),
-            "las_micro_f1": las,
-            "uas": math.nan if n_words == 0 else 100.0 * n_head_right / n_words,
-            "las": las,
+            "las_micro_f1": las_full,
+            "uas": _percent(n_head_right, n_words),
+            "las": _percent(n_universal_right, n_words),
+            "las_full": las_full,
         },
         breakdown={"las_f1_per_label": per_label},
         n_examples=len(gold_heads),
     )
+
+
+def _percent(count: int, total: int) -> float:
+    return math.nan if total == 0 else 100.0 * count / total

@@ -92,6 +92,12 @@ class Adapter(ABC):
     def gold_json(self, record: Any) -> dict[str, Any]:
         return self.task.prediction_to_json(self.task.gold_prediction(record))
 
+    @staticmethod
+    def has_gold(record: Any) -> bool:
+        """False for a record read for prediction without its gold (`klue predict` on new data): its features
+        carry no label (inference collates without labels), and nothing may train on it."""
+        return bool(getattr(record, "labelled", True))
+
     def prediction(self, obj: dict[str, Any]) -> Any:
         """A prediction object from its prediction-file JSON form, checked by the task's own parser."""
         log = ProblemLog(f"{self.task.name} decoder")

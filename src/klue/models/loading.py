@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from klue.errors import DataError
-from klue.io.atomic import write_dir_atomic
+from klue.io.atomic import follow_umask, write_dir_atomic
 from klue.models.heads import HeadSpec
 
 MODEL_CARD = "klue_model.json"
@@ -172,6 +172,7 @@ def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: ModelCard
     def fill(tmp: Path) -> None:
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
+        follow_umask(tmp / WEIGHTS_FILE)
         model.config.save_pretrained(str(tmp))  # type: ignore[attr-defined]
         tokenizer.save_pretrained(str(tmp))
         (tmp / MODEL_CARD).write_text(json.dumps(card.to_json(), ensure_ascii=False, indent=2), encoding="utf-8")

@@ -13,7 +13,7 @@ import numpy as np
 
 from klue.models.adapter import Adapter, TaskView, check_head_options
 from klue.models.features import Feature, FeaturizeContext
-from klue.models.heads import HeadSpec
+from klue.models.heads import IGNORE_INDEX, HeadSpec
 
 
 class SequenceAdapter(Adapter):
@@ -38,6 +38,8 @@ class SequenceAdapter(Adapter):
         return HeadSpec("sequence_classification", tuple(self.task.labels), dropout)
 
     def _label(self, record: Any) -> int | float:
+        if not self.has_gold(record):
+            return float("nan") if self.regression else IGNORE_INDEX
         gold = self.gold_json(record)
         if self.regression:
             return float(gold["score"])

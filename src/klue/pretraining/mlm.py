@@ -5,8 +5,9 @@
 
 The output directory is a Hugging Face model directory (`AutoModel.from_pretrained(out)` loads the encoder,
 `AutoModelForMaskedLM` the whole model) with the tokenizer beside it, so `klue train --model out` fine-tunes
-it. While running, `out/checkpoints/last/` holds the resumable state (model, optimizer, scheduler, RNG via
-`accelerator.save_state`, plus the step); running the same command again resumes from it. `out/train_log.jsonl`
+it. While running, `out/checkpoints/last/` holds the resumable state (model, optimizer, scheduler, RNG in
+safetensors and JSON, never a pickle: klue.training.state_files, plus the step); running the same command
+again resumes from it. `out/train_log.jsonl`
 gets one line per logging step (loss, learning rate, tokens/s), `out/pretrain_summary.json` the final figures.
 
 Masking is dynamic: the positions are drawn when a batch is built, from a generator seeded by (seed, step),
@@ -264,7 +265,19 @@ def _append_log(path: Path, record: dict[str, Any]) -> None:
 
 def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None) -> PretrainResult:
     """Run (or resume) masked-LM pretraining; see the module docstring. `on_step(step)` runs after each
-    optimizer step (tests interrupt a run with it)."""
+    optimizer step (tests interrupt a run with it). One writer per output directory (klue.io.lock); under
+    `accelerate launch` the main process holds it."""
+    import os
+    from contextlib import nullcontext
+
+    from klue.io.lock import exclusive
+
+    main = os.environ.get("RANK", "0") == "0"
+    with exclusive(Path(settings.out), "klue pretrain mlm") if main else nullcontext():
+        return _pretrain(settings, on_step)
+
+
+def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> PretrainResult:
     import torch
     from accelerate import Accelerator
     from accelerate.utils import set_seed
@@ -272,6 +285,7 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
 
     from klue.io.atomic import write_json_atomic
     from klue.models.loading import load_tokenizer
+    from klue.training import state_files
     from klue.training.engine import optimizer_groups
 
     out = Path(settings.out)
@@ -300,6 +314,7 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
                                frozenset(tokenizer.all_special_ids), settings.mask_prob)
 
     out.mkdir(parents=True, exist_ok=True)
+    parts = state_files.TrainingParts(model, optimizer, scheduler, getattr(accelerator, "scaler", None))
     checkpoint = out / CHECKPOINT_DIR / "last"
     step = 0
     resumed_from: int | None = None
@@ -309,20 +324,25 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
         if state.get("fingerprint") != fingerprint:
             raise DataError(f"{checkpoint}: the checkpoint was made with other settings; use another --out "
                             "or --no-resume")
-        accelerator.load_state(str(checkpoint))
+        state_files.load(checkpoint, parts, accelerator.process_index, accelerator.device)
         step = resumed_from = int(state["step"])
     elif (out / LOG_FILE).exists():
         (out / LOG_FILE).unlink()
 
     def save_checkpoint() -> None:
-        # Every process writes its part of the state into one shared directory (accelerate), so this stays a
-        # fixed temporary name, not io.atomic's per-caller one.
+        # Every process writes its part of the state into one shared directory, so this stays a fixed
+        # temporary name, not io.atomic's per-caller one.
         tmp = checkpoint.with_name("last.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        accelerator.save_state(str(tmp))
-        (tmp / _STATE_FILE).write_text(json.dumps({"step": step, "fingerprint": fingerprint}), encoding="utf-8")
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        tmp.rename(checkpoint)
+        if accelerator.is_main_process:
+            shutil.rmtree(tmp, ignore_errors=True)
+        accelerator.wait_for_everyone()
+        state_files.save(tmp, parts, accelerator.process_index, accelerator.is_main_process)
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            write_json_atomic(tmp / _STATE_FILE, {"step": step, "fingerprint": fingerprint})
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            tmp.rename(checkpoint)
+        accelerator.wait_for_everyone()
 
     progress = _Progress(settings.progress and accelerator.is_main_process, settings.max_steps, step)
     model.train()

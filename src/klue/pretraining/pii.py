@@ -572,11 +572,14 @@ class FileReport:
 def _read_documents(path: str, text_field: str) -> tuple[str, list[object]]:
     """("jsonl", objects) or ("text", lines): a .jsonl file holds one JSON object per line with the text
     under `text_field`; any other file holds one document per line."""
+    from pathlib import Path
+
     from klue.errors import DataError, ProblemLog
     from klue.io.text import jsonl_objects
+    from klue.pretraining.corpus import read_corpus_text
 
-    with open(path, encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+    # The corpus reader: a missing file, a directory, another encoding or NUL bytes are a DataError there.
+    lines = read_corpus_text(Path(path)).splitlines()
     if not path.endswith(".jsonl"):
         return "text", list(lines)
     log = ProblemLog(path)

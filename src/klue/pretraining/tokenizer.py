@@ -28,7 +28,9 @@ training is deterministic; each non-initial morpheme is given behind a private-u
 After training, twins become `##` pieces again and pieces that start with the sentinel are renamed to
 `##` pieces (merges that only attach the sentinel are dropped, duplicates removed). Every
 character is then made available both word-initially and as a continuation (`c`, `##c`; Unigram: `▁c`),
-and the last-learned pieces are dropped until the vocabulary is at most `vocab_size` again.
+and the last-learned pieces are dropped until the vocabulary is at most `vocab_size` again. Those single
+characters and the special tokens are never dropped, so a `vocab_size` below their count
+(`minimum_vocab_size`) is refused before training, with that count, instead of silently giving more.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ METASPACE = "▁"
 _SENTINEL = "\ue000"  # private use: marks a word-internal morpheme for the trainer, never in a saved vocab
 _TWIN_OFFSET = 0xF0000  # continuation twin of character c: chr(_TWIN_OFFSET + ord(c)), for ord(c) < _TWIN_LIMIT
 _TWIN_LIMIT = 0x1FFFE  # BMP and plane 1; rarer characters keep one form (as word-initial pieces)
+_BOM = "\ufeff"  # a byte-order mark: no character of the text, never a vocabulary entry
 _UNIT_SEPARATOR = "\x1f"  # joins training units into one string; the training pre-tokenizer splits on it
 SPECIALS: dict[str, dict[str, str]] = {
     # role -> token; insertion order gives the ids (RoBERTa: <s>=0, <pad>=1, </s>=2, <unk>=3, <mask>=4)
@@ -132,7 +135,9 @@ def training_units(text: str, spec: TokenizerSpec, pre_tokenizer: Any, cuts: Seq
 
 
 def _clean_training_text(text: str) -> str:
-    text = normalize(text).replace(_UNIT_SEPARATOR, " ").replace(_SENTINEL, " ")
+    # A BOM or NUL the corpus reader did not see (texts given in code) must not become a vocabulary entry.
+    text = normalize(text).replace(_UNIT_SEPARATOR, " ").replace(_SENTINEL, " ").replace("\0", " ")
+    text = text.replace(_BOM, "")
     if any(ord(c) >= _TWIN_OFFSET for c in text):  # supplementary private use: reserved for the twins
         text = "".join(" " if ord(c) >= _TWIN_OFFSET else c for c in text)
     return text.strip()
@@ -302,8 +307,31 @@ def train_tokenizer(texts: Iterable[str], spec: TokenizerSpec, splitter: Morphem
     strings = list(_training_strings(texts, spec, splitter))
     if not strings:
         raise DataError("the corpus holds no text to train a tokenizer on")
+    _check_fits(minimum_vocab_size(strings, spec), spec)  # before training: it may take long
     tokenizer.train_from_iterator(strings, trainer, length=len(strings))
-    return _finish(tokenizer, spec)
+    finished = _finish(tokenizer, spec)
+    _check_fits(len(finished), spec)  # a second line of defence: never a vocabulary larger than asked
+    return finished
+
+
+def minimum_vocab_size(strings: Iterable[str], spec: TokenizerSpec) -> int:
+    """The least vocabulary the training strings allow: the pieces never dropped are the special tokens
+    and every character in both of its positions (`c` and `##c`; Unigram: `c` and `▁c`)."""
+    chars = {_untwin(c) for c in set().union(*strings)} - {_UNIT_SEPARATOR, _SENTINEL}
+    if not spec.continuation:
+        chars.discard(METASPACE)  # the bare `▁` is dropped; it is part of every `▁c` (module doc)
+    return len(SPECIALS[spec.style]) + 2 * len(chars)
+
+
+def _check_fits(minimum: int, spec: TokenizerSpec) -> None:
+    """DataError when `minimum` entries exceed the vocabulary asked for: the trainer would silently give
+    more than asked (or, for Unigram, fail with a bare exception)."""
+    if minimum <= spec.vocab_size:
+        return
+    where = "a word start and a continuation" if spec.continuation else "a word start and inside a word"
+    raise DataError(f"--vocab-size {spec.vocab_size} is below the smallest vocabulary this corpus allows: "
+                    f"its {len(SPECIALS[spec.style])} special tokens and every character it holds (each as "
+                    f"{where}) take {minimum} entries; use --vocab-size {minimum} or more")
 
 
 def _finish(trained: Any, spec: TokenizerSpec) -> Any:

@@ -467,8 +467,8 @@ def write_report(agg: Aggregate, path: Path) -> None:
 
 _CSS = """
 :root{--ink:#1d2330;--soft:#5b6475;--line:#e3e6ec;--bg:#f5f6f8;--card:#fff;--accent:#0072B2;--warn:#D55E00;
---ok:#007a5a;font-family:system-ui,-apple-system,"Segoe UI","Noto Sans KR","Noto Sans CJK KR","Apple SD Gothic Neo",
-"Malgun Gothic",Roboto,sans-serif;color:var(--ink);background:var(--bg);font-size:15px;line-height:1.5}
+--ok:#007a5a;font-family:"Noto Sans KR","Noto Sans CJK KR","Apple SD Gothic Neo","Malgun Gothic","NanumGothic",
+system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--bg);font-size:15px;line-height:1.5}
 *{box-sizing:border-box}body{margin:0}
 nav.top{position:sticky;top:0;z-index:5;display:flex;gap:18px;align-items:center;padding:10px 32px;
 background:#1d2330;color:#fff;font-size:13px;overflow-x:auto;white-space:nowrap}

@@ -152,8 +152,18 @@ def build_leaderboard(agg: Aggregate) -> Leaderboard:
     return Leaderboard(tasks, headers, lines, notes)
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+_MD_PUNCTUATION = "\\`*_[]|~"  # emphasis, code, links, tables, strikethrough
+
+
+def md_html(text: str) -> str:
+    """HTML markup shown, not rendered (a model name such as `<img src=x onerror=...>` is user input)."""
+    return " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_text(text: str) -> str:
+    """`text` as literal Markdown: HTML escaped (md_html) and Markdown punctuation too."""
+    text = md_html(text)
+    return "".join(f"\\{c}" if c in _MD_PUNCTUATION else c for c in text)
 
 
 def to_markdown(board: Leaderboard) -> str:
@@ -161,13 +171,14 @@ def to_markdown(board: Leaderboard) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---", "---", "---", "---:"] +
                                                            ["---:"] * len(board.headers)) + "|"]
     for line in board.lines:
-        model = f"*{line.model}*" if line.reference else f"**{line.model}**"
+        model = f"*{md_text(line.model)}*" if line.reference else f"**{md_text(line.model)}**"
         if line.mode != "official":
-            model += f" ({line.mode} metrics)"
-        cells = [line.rank, model, line.protocol, line.score.text, *[c.text for c in line.tasks]]
-        out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+            model += f" ({md_text(line.mode)} metrics)"
+        cells = [md_text(line.rank), model, md_text(line.protocol), md_text(line.score.text),
+                 *[md_text(c.text) for c in line.tasks]]
+        out.append("| " + " | ".join(cells) + " |")
     out.append("")
-    out += [f"- {note}" for note in board.notes]
+    out += [f"- {md_html(note)}" for note in board.notes]  # our prose, with code spans; may quote names
     return "\n".join(out) + "\n"
 
 

@@ -180,6 +180,9 @@ class Task(Generic[RecordT, PredictionT]):
     other_readers: Mapping[str, Callable[[Path, ProblemLog], list[RecordT]]] = field(default_factory=dict)
     read_resource: Callable[[Path, ProblemLog], Any] | None = None  # checks the "resource" file
     from_hf: Callable[[Any, ProblemLog], list[RecordT]] | None = None  # rows of the hub's klue/klue copy
+    # lazy: the task's `klue.io.hf.HfLayout` (the columns of its Hugging Face copy, both directions), by
+    # convention `HF_LAYOUT` in its records module; a task without one has no export (`hf_layout()` None)
+    hf: str | None = ".records:HF_LAYOUT"
     adapter: str | None = None  # lazy: "module:factory" of the fine-tuning adapter (torch)
     baseline: str | None = None  # lazy: "module:factory(seed)" of the CPU baseline (sklearn, crfsuite)
 
@@ -209,6 +212,14 @@ class Task(Generic[RecordT, PredictionT]):
         """The official metrics of predictions aligned with `golds` (same order, same guids)."""
         check_aligned(self.name, [self.guid(g) for g in golds], [getattr(p, "guid", None) for p in preds])
         return self.score(golds, preds, mode)
+
+    def hf_layout(self) -> Any:
+        """The task's `klue.io.hf.HfLayout`, or None when its package declares none."""
+        if self.hf is None:
+            return None
+        module_name, _, attr = self.hf.partition(":")
+        module = importlib.import_module(module_name, self.package if module_name.startswith(".") else None)
+        return getattr(module, attr, None)
 
     def make_adapter(self) -> Any:
         """The fine-tuning adapter (imports torch); DataError when the task has none."""

@@ -1,8 +1,9 @@
-"""Resumable checkpoints: accelerate's `save_state` (model, optimizer, scheduler, scaler, per-process RNG
-states) plus `klue_state.json` (step counter, best score, learning curve, time spent, run fingerprint).
+"""Resumable checkpoints in formats that cannot run code when read: tensors in safetensors files, every
+other value in JSON. Nothing here unpickles (accelerate's `save_state` writes pickles, and loading one
+from a crafted checkpoint directory would execute it), so no checkpoint file is ever a code path.
 
 Layout under the run's output directory:
-    checkpoints/step-00000120/   one accelerate state + klue_state.json
+    checkpoints/step-00000120/   the training state (klue.training.state_files) + klue_state.json
     checkpoints/LATEST           the name of the newest complete checkpoint, replaced atomically
 A checkpoint only becomes LATEST once fully written, so a crash while saving leaves the previous one.
 The data position needs no state of its own: the batch order is a pure function of (seed, epoch) and
@@ -21,6 +22,7 @@ from typing import Any
 from klue.errors import DataError
 from klue.io.atomic import write_text_atomic
 from klue.results import CurvePoint
+from klue.training import state_files
 
 CHECKPOINTS = "checkpoints"
 LATEST = "LATEST"
@@ -66,14 +68,14 @@ def checkpoint_dir(out_dir: Path, step: int) -> Path:
     return out_dir / CHECKPOINTS / f"step-{step:08d}"
 
 
-def save(accelerator: Any, out_dir: Path, state: TrainState) -> Path:
-    """Every process calls this (accelerate writes each process's RNG state)."""
+def save(accelerator: Any, out_dir: Path, state: TrainState, parts: state_files.TrainingParts) -> Path:
+    """Every process calls this (each writes its own RNG state)."""
     path = checkpoint_dir(out_dir, state.step)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process and path.exists():
         shutil.rmtree(path)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(path))
+    state_files.save(path, parts, accelerator.process_index, accelerator.is_main_process)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         write_text_atomic(path / STATE_FILE, json.dumps(asdict(state), indent=1))
@@ -85,12 +87,12 @@ def save(accelerator: Any, out_dir: Path, state: TrainState) -> Path:
     return path
 
 
-def load(accelerator: Any, path: Path, expected_fingerprint: str) -> TrainState:
+def load(accelerator: Any, path: Path, expected_fingerprint: str, parts: state_files.TrainingParts) -> TrainState:
     state = read_state(path)
     if state.fingerprint != expected_fingerprint:
         raise DataError(f"{path} is a checkpoint of a different run (model, data, recipe or seed differ); use "
                         "another --output directory, or resume=false to start this one over", path)
-    accelerator.load_state(str(path))
+    state_files.load(path, parts, accelerator.process_index, accelerator.device)
     return state
 
 

@@ -29,7 +29,7 @@ from klue.models.adapter import Adapter
 from klue.models.features import Feature, FeaturizeContext
 from klue.models.loading import ModelCard, save_finetuned
 from klue.results import CurvePoint
-from klue.training import checkpoint
+from klue.training import checkpoint, state_files, tracking
 from klue.training.recipes import Hyperparameters
 from klue.training.sampling import epoch_batches, eval_batches, split_global_batch
 
@@ -61,10 +61,14 @@ def mixed_precision_for(requested: str, cpu: bool) -> str:
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
-def make_accelerator(hp: Hyperparameters) -> Any:
+def make_accelerator(hp: Hyperparameters, out_dir: Path | None = None) -> Any:
+    """The run's accelerator; with `report_to` trackers (and an output directory for their files)."""
     from accelerate import Accelerator
 
-    return Accelerator(cpu=hp.cpu, mixed_precision=mixed_precision_for(hp.mixed_precision, hp.cpu))
+    trackers = tracking.parse_report_to(hp.report_to) if out_dir is not None else []
+    return Accelerator(cpu=hp.cpu, mixed_precision=mixed_precision_for(hp.mixed_precision, hp.cpu),
+                       log_with=trackers or None,
+                       project_dir=str(tracking.tracking_dir(out_dir)) if trackers and out_dir else None)
 
 
 def optimizer_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -205,12 +209,12 @@ class Engine:
         scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
         # The scheduler is not `prepare`d: accelerate would step it once per process per step.
         self.model, optimizer = acc.prepare(self.model, optimizer)
-        acc.register_for_checkpointing(scheduler)
+        parts = state_files.TrainingParts(self.model, optimizer, scheduler, getattr(acc, "scaler", None))
 
         state = checkpoint.TrainState(fingerprint=run_fingerprint)
         latest = checkpoint.latest_checkpoint(out_dir)
         if latest is not None and hp.resume:
-            state = checkpoint.load(acc, latest, run_fingerprint)
+            state = checkpoint.load(acc, latest, run_fingerprint, parts)
             state.resumed_from.append(state.step)
         elif latest is not None:
             checkpoint.remove_all(acc, out_dir)
@@ -218,6 +222,11 @@ class Engine:
         lengths = [len(f) for f in train] if hp.group_by_length else None
         n_proc, rank, accum = acc.num_processes, acc.process_index, hp.gradient_accumulation_steps
         progress = Progress(hp.progress and acc.is_main_process, total_steps, state.step)
+        tracked = bool(acc.log_with)
+        if tracked:
+            name = tracking.run_name(out_dir)
+            acc.init_trackers(tracking.PROJECT, config=tracking.tracker_config(hp.to_json()),
+                              init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}})
         # Loss since the last logged point: a device tensor, read back only when logging or checkpointing.
         running_loss = torch.full((), state.pending_loss_sum if acc.is_main_process else 0.0, device=acc.device)
         running_items = state.pending_items
@@ -261,6 +270,10 @@ class Engine:
                     state.learning_curve.append(CurvePoint(state.step, state.step / steps_per_epoch, loss_value,
                                                            scheduler.get_last_lr()[0], speed))
                     progress.update(state.step, loss_value, speed)
+                    if tracked:
+                        acc.log({"train/loss": loss_value, "train/learning_rate": scheduler.get_last_lr()[0],
+                                 "train/examples_per_s": speed, "train/epoch": state.step / steps_per_epoch},
+                                step=state.step)
                     running_loss.zero_()
                     running_items = 0
                     window_start, window_examples = time.perf_counter(), 0
@@ -271,16 +284,21 @@ class Engine:
                     progress.update(state.step, description="eval")
                     self._evaluate_and_keep(state, selection_records, selection, mode, selection_metric,
                                             steps_per_epoch, out_dir, card)
+                    if tracked and state.learning_curve[-1].selection:
+                        acc.log({f"selection/{k}": v for k, v in state.learning_curve[-1].selection.items()},
+                                step=state.step)
                     if hp.save_checkpoints and state.step < total_steps:
                         state.pending_loss_sum = float(acc.reduce(running_loss.clone(), reduction="sum").item())
                         state.pending_items = running_items
-                        checkpoint.save(acc, out_dir, state)
+                        checkpoint.save(acc, out_dir, state, parts)
                     progress.update(state.step, description="train")
                     window_start, window_examples = time.perf_counter(), 0
                 if on_step is not None:
                     on_step(state.step)
         finally:
             progress.close()
+            if tracked:
+                acc.end_training()
         return FitResult(state, total_steps, steps_per_epoch, selection_metric.name)
 
     def _evaluate_and_keep(self, state: checkpoint.TrainState, records: Sequence[Any],

@@ -56,6 +56,7 @@ class Hyperparameters:
     deterministic: bool = False  # torch.use_deterministic_algorithms (slower on GPU)
     size: str | None = None  # "base" / "large" recipe block; None: from the model config
     progress: bool = True  # rich progress bar on stderr (main process only)
+    report_to: str | None = None  # learning curves also to trackers: tensorboard, mlflow, wandb (comma list)
     # Task-specific head settings, given as `head.<name>=value`; the task's adapter documents and checks them
     # (an unknown one is refused with the list of known ones).
     head_options: dict[str, Any] = field(default_factory=dict)

@@ -11,13 +11,16 @@ Running the same command again after a crash resumes from the last checkpoint.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError
+from klue.io.lock import exclusive
 from klue.models.features import FeaturizeContext
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
@@ -44,7 +47,23 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
 
     `overrides` are hyper-parameters (klue.training.recipes.Hyperparameters fields) and may name the
     recipe under "recipe" (default "paper"). `on_step` is called after every optimizer step (tests use
-    it to interrupt a run)."""
+    it to interrupt a run). One writer per output directory: a second run on a directory in use is refused
+    (klue.io.lock); under `accelerate launch` the main process holds the lock for all."""
+    out_dir = Path(out_dir)
+    lock = exclusive(out_dir, f"klue train {task.name} {model}") if is_launch_main() else nullcontext()
+    with lock:
+        return _run(task, model, protocol_data, seed, out_dir, overrides, mode, recipe, on_step)
+
+
+def is_launch_main() -> bool:
+    """Whether this process is the main one of an `accelerate launch` (or not launched at all), known from
+    the launcher's environment before accelerate starts."""
+    return os.environ.get("RANK", "0") == "0"
+
+
+def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
+         overrides: dict[str, Any], mode: str, recipe: str | None,
+         on_step: Callable[[int], None] | None) -> Results:
     from accelerate.utils import set_seed
 
     from klue.models.loading import (
@@ -58,7 +77,6 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
 
     wall_start = time.perf_counter()
     model = str(model)
-    out_dir = Path(out_dir)
     overrides = dict(overrides)
     recipe_name = recipe or str(overrides.pop("recipe", None) or recipes.PAPER)
     adapter = task.make_adapter()
@@ -71,7 +89,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
     if hp.max_len > limit:
         raise DataError(f"max_len={hp.max_len} exceeds what {model} accepts ({limit} tokens); "
                         f"override max_len={limit} or less")
-    accelerator = make_accelerator(hp)
+    accelerator = make_accelerator(hp, out_dir)
     adapter.attach_data(protocol_data.roots)
     adapter.prepare(loaded.tokenizer, protocol_data.train)
     added_tokens = fit_embeddings(loaded.encoder, loaded.tokenizer)
@@ -96,7 +114,7 @@ def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed
                      protocol_data.protocol)
     run_fingerprint = checkpoint.fingerprint({
         "task": task.name, "model": model, "protocol": protocol_data.protocol, "seed": seed, "mode": mode,
-        "hyperparameters": {k: v for k, v in hp.to_json().items() if k not in ("resume", "progress")},
+        "hyperparameters": {k: v for k, v in hp.to_json().items() if k not in ("resume", "progress", "report_to")},
         "sources": [asdict(s) for s in protocol_data.sources], "n_train": len(protocol_data.train),
         "num_processes": accelerator.num_processes})
 

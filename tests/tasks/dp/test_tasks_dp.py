@@ -152,3 +152,25 @@ def test_ud_labels_score_with_label_equality() -> None:
     with pytest.raises(DataError, match="mix"):
         TASK.evaluate([gold, dp.DpRecord("k", "a", ("a",), ("a",), ("X",), (0,), ("VP",))],
                          [dp.gold_prediction(gold), dp.DpPrediction("k", (0,), ("VP",))], "official")
+
+
+@pytest.mark.parametrize("heads", [(2, 99), (-1, 0), (3, 0)])
+def test_heads_outside_the_sentence_are_refused_naming_the_guid(tmp_path: Path, heads: tuple[int, int]) -> None:
+    """A head the gold reader would call an error (outside 0..n_words) is never scored."""
+    records = read(write(tmp_path, HEADER + S1 + S2))[0]
+    bad = dp.DpPrediction("s1", heads, ("NP_SBJ", "VP"))
+    with pytest.raises(DataError) as info:
+        TASK.evaluate(records, [bad, dp.gold_prediction(records[1])], "official")
+    problems = info.value.problems
+    assert [p.location for p in problems] == ["s1"]
+    assert f"head {next(h for h in heads if not 0 <= h <= 2)} is outside 0..2" in problems[0].message
+
+
+def test_a_bad_head_and_an_unknown_label_are_both_named(tmp_path: Path) -> None:
+    records = read(write(tmp_path, HEADER + S1 + S2))[0]
+    bad = dp.DpPrediction("s1", (-1, 7), ("NP_SBJ", "nsubj"))
+    with pytest.raises(DataError) as info:
+        TASK.evaluate(records, [bad, dp.gold_prediction(records[1])], "official")
+    messages = [p.message for p in info.value.problems]
+    assert "word 1: head -1 is outside 0..2" in messages[0] and "(2 words in all)" in messages[0]
+    assert "unknown DEPREL ['nsubj']" in messages[1]

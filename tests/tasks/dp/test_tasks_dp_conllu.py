@@ -84,3 +84,27 @@ def test_real_ud_korean_gsd(shared_data_dir: Path, name: str, sentences: int, wo
     assert log.errors == []
     assert len(records) == sentences and sum(len(r) for r in records) == words
     assert all(r.label_set == "ud" and r.heads.count(0) == 1 for r in records)
+
+
+def test_lemma_and_xpos_piece_counts_that_differ_are_warnings(tmp_path: Path) -> None:
+    """As the KLUE DP reader does: LEMMA pieces (split on '+') against XPOS tags; the word is kept."""
+    text = ("# sent_id = w1\n"
+            "1\t학생이라는\t학생+이\tNOUN\tNNG+VCP+ETM\t_\t2\tnmod\t_\t_\n"
+            "2\t가깝다\t가깝+다\tADJ\tVA+EF\t_\t0\troot\t_\t_\n"
+            "3\t_\t_\tX\t_\t_\t2\tdep\t_\t_\n\n")
+    records, log = read(tmp_path, text)
+    assert log.errors == [] and records[0].lemmas == ("학생 이", "가깝 다", "_")
+    assert [(p.location, p.severity) for p in log.problems] == [("line 2", "warning")]  # '_' is not compared
+    assert "LEMMA '학생+이' has 2 morphemes but XPOS 'NNG+VCP+ETM' has 3 tags" in log.warnings[0].message
+
+
+def test_ud_gold_reports_conll_2018_las_and_the_full_label_variant(tmp_path: Path) -> None:
+    records, _ = read(tmp_path, "# sent_id = f1\n"
+                                "1\t김\t김\tPROPN\tNNP\t_\t0\troot\t_\t_\n"
+                                "2\t철수\t철수\tPROPN\tNNP\t_\t1\tflat:name\t_\t_\n"
+                                "3\t씨\t씨\tNOUN\tNNB\t_\t1\tnmod\t_\t_\n\n")
+    predicted = dp.DpPrediction("f1", (0, 1, 1), ("root", "flat", "nmod"))
+    scores = TASK.evaluate(records, [predicted], "official").scores
+    assert scores["las"] == pytest.approx(100.0)  # flat:name and flat share the universal label
+    assert scores["las_full"] == pytest.approx(200 / 3) == scores["las_micro_f1"]
+    assert "las_full" in TASK.metric_specs

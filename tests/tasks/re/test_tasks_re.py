@@ -135,3 +135,50 @@ def test_sample_protocol(shared_data_dir: Path, tmp_path: Path) -> None:
     assert {r.guid for r in data.train}.isdisjoint({r.guid for r in data.eval})
     again = protocols.resolve(TASK, "local:re-sample-80-20", DataRoots(tmp_path, shared_data_dir))
     assert [r.guid for r in again.eval] == [r.guid for r in data.eval]  # stable, no seed
+
+
+@pytest.mark.parametrize("probs, words", [
+    ([-0.5] + [1.5 / 29] * 29, "found -0.5 at index 0 (no_relation)"),
+    ([0.0] * 29 + [2.0], "found 2.0 at index 29 (per:title)"),
+    ([1 / 31] * 31, "30 numbers"),
+])
+def test_impossible_probabilities_are_errors_naming_the_guid(probs: list[float], words: str) -> None:
+    log = ProblemLog("pred.jsonl")
+    assert re_task.parse_prediction({"guid": "g7", "label": "per:title", "probs": probs}, log, "line 3") is None
+    assert [p.location for p in log.errors] == ["line 3"]
+    assert log.errors[0].message.startswith("g7: ") and words in log.errors[0].message
+
+
+def test_probabilities_at_the_bounds_and_unnormalised_are_accepted() -> None:
+    # a sum other than 1 is warned about by the prediction-file reader, for the whole file, not here
+    log = ProblemLog("pred.jsonl")
+    for probs in ([1.0] + [0.0] * 29, [0.5] * 30):
+        assert re_task.parse_prediction({"guid": "g", "label": "no_relation", "probs": probs}, log, "l") is not None
+    assert log.problems == []
+
+
+def test_entity_offsets_that_miss_their_word_are_warnings_when_read_for_scoring(tmp_path: Path) -> None:
+    """The RE metric compares relation labels only: a gold read for scoring keeps an entity whose offsets
+    miss its word (or leave the sentence) with a warning at its place, and scores it; read to check it (a
+    plain log, `klue data validate`, tests/test_validate.py) it is an error."""
+    from klue.scoring import score_files
+    from klue.tasks.kinds import ReadingLog
+
+    shifted = example(1, subject_entity={"word": "부구욱", "start_idx": 14, "end_idx": 16, "type": "PER"})
+    outside = example(2, object_entity={"word": "영산대학교", "start_idx": 5, "end_idx": 90, "type": "ORG"})
+    path = write(tmp_path, [example(0), shifted, outside])
+    log = ReadingLog(str(path), purpose="score")
+    records = TASK.read(path, log)
+    assert len(records) == 3 and log.errors == []
+    assert [p.location for p in log.warnings] == ["$[1].subject_entity", "$[2].object_entity"]
+    assert "not the entity word '부구욱'; kept" in log.warnings[0].message
+    assert "outside the sentence" in log.warnings[1].message
+    assert records[1].subject_entity == re_task.Entity("부구욱", 14, 16, "PER")  # kept as the file has it
+    _, strict = read(path)
+    assert [p.location for p in strict.errors] == ["$[1].subject_entity", "$[2].object_entity"]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps(TASK.prediction_to_json(TASK.gold_prediction(r))) + "\n"
+                                   for r in records), encoding="utf-8")
+    result = score_files(TASK, path, predictions)
+    assert result.report.scores["micro_f1"] == 100.0
+    assert [w.location for w in result.warnings] == ["$[1].subject_entity", "$[2].object_entity"]

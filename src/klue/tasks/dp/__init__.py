@@ -2,7 +2,8 @@
 official UAS / LAS macro F1 (LAS collapses labels 15-37 into one class) and micro F1.
 
 UD Korean CoNLL-U files read into the same records with UD labels (`DpRecord.label_set == "ud"`); they
-are scored with the standard, uncollapsed definitions.
+are scored with the standard, uncollapsed definitions (`las` as CoNLL 2018 computes it, on the universal
+part of each label; `las_full` on the full labels).
 """
 
 from __future__ import annotations
@@ -13,19 +14,41 @@ from klue.errors import DataError, Problem
 from klue.metrics import dp as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import require_labelled
 
-from .records import DEPRELS, DpPrediction, DpRecord, gold_prediction, parse_prediction, read, read_conllu
+from .records import (
+    DEPRELS,
+    DpPrediction,
+    DpRecord,
+    from_hf,
+    gold_prediction,
+    head_range_problem,
+    parse_prediction,
+    read,
+    read_conllu,
+)
+
+_KNOWN = frozenset(DEPRELS)
+
+
+def prediction_problems(gold: DpRecord, pred: DpPrediction) -> list[str]:
+    """What makes `pred` unusable for `gold`: a head count other than the word count, a head outside the
+    sentence (an error in a gold file too, so never scored), a KLUE label that does not exist."""
+    if len(pred.heads) != len(gold.words):
+        return [f"{len(pred.heads)} predicted heads for a sentence of {len(gold.words)} words"]
+    problems = []
+    head_problem = head_range_problem(pred.heads, len(gold.words))
+    if head_problem is not None:
+        problems.append(head_problem)
+    if gold.label_set == "klue" and not set(pred.deprels) <= _KNOWN:
+        problems.append(f"unknown DEPREL {sorted(set(pred.deprels) - _KNOWN)}")
+    return problems
 
 
 def score(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: MetricMode) -> MetricReport:
-    known = frozenset(DEPRELS)
-    problems = []
-    for gold, pred in zip(golds, preds):
-        if len(pred.heads) != len(gold.words):
-            problems.append(Problem("predictions", pred.guid,
-                                    f"{len(pred.heads)} predicted heads for a sentence of {len(gold.words)} words"))
-        elif gold.label_set == "klue" and not set(pred.deprels) <= known:
-            problems.append(Problem("predictions", pred.guid, f"unknown DEPREL {sorted(set(pred.deprels) - known)}"))
+    require_labelled(golds)  # records read for prediction hold no gold to score against
+    problems = [Problem("predictions", pred.guid, message)
+                for gold, pred in zip(golds, preds) for message in prediction_problems(gold, pred)]
     if problems:
         raise DataError(problems)
     label_sets = {g.label_set for g in golds}
@@ -40,5 +63,5 @@ TASK: Task[DpRecord, DpPrediction] = declare(
     __name__, labels=DEPRELS, metric_specs=spec_map(metric.SPECS), record_type=DpRecord,
     prediction_type=DpPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=score, other_readers={"conllu": read_conllu},
-    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from klue.metrics import mrc as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import require_labelled
 
 from .records import (
     MrcPrediction,
@@ -26,6 +27,7 @@ from .records import (
 
 
 def score(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction], mode: MetricMode) -> MetricReport:
+    require_labelled(golds)  # records read for prediction hold no gold to score against
     types = [g.question_type for g in golds]
     question_types = None if any(t is None for t in types) else [int(t) for t in types]  # type: ignore[arg-type]
     return metric.compute([g.answer_texts for g in golds], [p.answer for p in preds], question_types, mode=mode)

@@ -11,6 +11,7 @@ article fields; local splits group by context so no paragraph's questions stradd
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -21,7 +22,14 @@ from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, describe, item_path
 from klue.io.text import check_unique_guids, load_json
-from klue.tasks.kinds import prediction_parser, present
+from klue.tasks.kinds import (
+    gold_absent,
+    gold_optional,
+    prediction_parser,
+    present,
+    reads_for_scoring,
+    refuse_unlabelled,
+)
 
 QUESTION_TYPES: tuple[int, ...] = (1, 2, 3)  # paraphrase, multi-sentence reasoning, unanswerable
 UNANSWERABLE = 3
@@ -57,6 +65,9 @@ class MrcRecord:
     plausible_answers: tuple[MrcAnswer, ...] | None = None
     article_index: int = 0
     paragraph_index: int = 0
+    # False: read for prediction without `answers` (then `()`, and `is_impossible` False unless given);
+    # such a record is never scored
+    labelled: bool = True
 
     @property
     def answer_texts(self) -> list[str]:
@@ -88,7 +99,7 @@ def _optional_text(fields: Fields, key: str) -> str | None:
     return value
 
 
-def _answers(qa: Fields, key: str, context: str | None, strict_offsets: bool,
+def _answers(qa: Fields, key: str, context: str | None, guid: str | None, strict_offsets: bool,
              optional: bool = False) -> tuple[MrcAnswer, ...] | None:
     items = qa.items(key, optional=optional)
     if items is None:
@@ -104,17 +115,24 @@ def _answers(qa: Fields, key: str, context: str | None, strict_offsets: bool,
             if strict_offsets:
                 answer.fail(answer.location, offset_message(context, start, text))
                 continue
-            qa.log.warning(answer.location, offset_message(context, start, text))
+            # The metric compares answer texts only, so the answer is kept; the warning names the question
+            # and the answer so that whoever made the file can still fix the offset.
+            qa.log.warning(answer.location, f"{guid}: {offset_message(context, start, text)}; kept (the metric "
+                           "compares answer texts only)")
         answers.append(MrcAnswer(text, start))
     return tuple(answers)
 
 
-def read_squad_like(path: Path, log: ProblemLog, squad: bool = False, strict_offsets: bool = True) -> list[MrcRecord]:
+def read_squad_like(path: Path, log: ProblemLog, squad: bool = False,
+                    strict_offsets: bool | None = None) -> list[MrcRecord]:
     """Read a KLUE-MRC file (or, with `squad`, a SQuAD v1.1 file such as KorQuAD 1.0).
 
-    With `strict_offsets` off, answers whose offsets do not match the context are warnings instead of
-    errors (for synthetic scoring files where only the answer texts matter).
+    An answer whose `answer_start` does not point at its text is an error when `strict_offsets` is on,
+    a warning naming the guid and the answer when it is off. By default (None) it is on, except for a
+    gold file read for scoring (`klue.tasks.kinds.reads_for_scoring`): the metric reads only the answer
+    texts, so `klue score` accepts what `klue data validate` calls an error.
     """
+    strict = not reads_for_scoring(log) if strict_offsets is None else strict_offsets
     data = load_json(path, log)
     if data is None:
         return []
@@ -138,7 +156,7 @@ def read_squad_like(path: Path, log: ProblemLog, squad: bool = False, strict_off
             context = paragraph.str("context", nonempty=True)
             paragraph.warn_unknown({"context", "qas"})
             for qa in paragraph.items("qas", linked=False) or []:
-                record = _question(qa, squad, guid_key, context, strict_offsets)
+                record = _question(qa, squad, guid_key, context, strict)
                 if record is None or context is None or not paragraph.ok or not article.ok:
                     continue
                 guids.append((record[0], qa.at(guid_key)))
@@ -151,29 +169,34 @@ def read_squad_like(path: Path, log: ProblemLog, squad: bool = False, strict_off
 
 def _build(parts: tuple[Any, ...], context: str, title: str | None, category: str | None, source: str | None,
            a_index: int, p_index: int) -> MrcRecord:
-    guid, question, answers, qtype, impossible, plausible = parts
+    guid, question, answers, qtype, impossible, plausible, labelled = parts
     return MrcRecord(guid, question, answers, qtype, impossible, context, title, category, source, plausible,
-                     a_index, p_index)
+                     a_index, p_index, labelled)
 
 
 def _question(qa: Fields, squad: bool, guid_key: str, context: str | None,
               strict_offsets: bool) -> tuple[Any, ...] | None:
     guid = qa.str(guid_key, nonempty=True)
     question = qa.str("question", nonempty=True)
-    answers = _answers(qa, "answers", context, strict_offsets)
-    plausible = _answers(qa, "plausible_answers", context, strict_offsets, optional=True)
+    # Read for prediction, a question may come without its gold: `answers`, and then `is_impossible`
+    # (the answerability is gold too); `question_type` may be absent whenever it is read so.
+    unlabelled = gold_absent(qa, "answers")
+    answers = () if unlabelled else _answers(qa, "answers", context, guid, strict_offsets)
+    plausible = _answers(qa, "plausible_answers", context, guid, strict_offsets, optional=True)
     if squad:
         qtype = None
         impossible = qa.bool("is_impossible", optional=True) or False
         qa.warn_unknown(_SQUAD_QA_FIELDS)
     else:
-        qtype = qa.int("question_type")
-        impossible = qa.bool("is_impossible")
+        qtype = qa.int("question_type", optional=gold_optional(qa))
+        impossible = qa.bool("is_impossible", optional=unlabelled)
         qa.warn_unknown(_QA_FIELDS)
         if qtype is not None and qtype not in QUESTION_TYPES:
             qa.fail(qa.at("question_type"), f"`question_type` must be 1, 2 or 3, found {qtype}")
     if not qa.ok or answers is None:
         return None
+    if unlabelled:
+        return guid, question, (), qtype, bool(impossible), plausible, False
     if impossible and answers:
         qa.fail(qa.at("answers"), "an unanswerable question (is_impossible true) must have no answers")
         return None
@@ -182,11 +205,12 @@ def _question(qa: Fields, squad: bool, guid_key: str, context: str | None,
         return None
     if qtype is not None and (qtype == UNANSWERABLE) != impossible:
         qa.log.warning(qa.location, f"question_type {qtype} but is_impossible {str(impossible).lower()}")
-    return guid, question, answers, qtype, impossible, plausible
+    return guid, question, answers, qtype, impossible, plausible, True
 
 
 def read(path: Path, log: ProblemLog) -> list[MrcRecord]:
-    """Read an official KLUE-MRC JSON file; every problem goes to `log` with its JSON path."""
+    """Read an official KLUE-MRC JSON file; every problem goes to `log` with its JSON path (answer offsets
+    that miss their text are warnings when the file is read for scoring, see `read_squad_like`)."""
     return read_squad_like(path, log)
 
 
@@ -198,10 +222,18 @@ def _answers_json(answers: Sequence[MrcAnswer]) -> list[dict[str, Any]]:
 
 
 def question_to_json(record: MrcRecord) -> dict[str, Any]:
-    out: dict[str, Any] = {"question": record.question, "answers": _answers_json(record.answers)}
+    """A question as the official file writes it; one without gold has no `answers` and `is_impossible`
+    (nor a `question_type` it does not know)."""
+    out: dict[str, Any] = {"question": record.question}
+    if record.labelled:
+        out["answers"] = _answers_json(record.answers)
     if record.plausible_answers is not None:
         out["plausible_answers"] = _answers_json(record.plausible_answers)
-    out.update({"question_type": record.question_type, "is_impossible": record.is_impossible, "guid": record.guid})
+    if record.labelled or record.question_type is not None:
+        out["question_type"] = record.question_type
+    if record.labelled:
+        out["is_impossible"] = record.is_impossible
+    out["guid"] = record.guid
     return out
 
 
@@ -231,16 +263,17 @@ parse_prediction = prediction_parser(MrcPrediction, lambda fields: present(field
 
 
 def gold_prediction(record: MrcRecord) -> MrcPrediction:
+    refuse_unlabelled(record)
     return MrcPrediction(record.guid, record.answers[0].text if record.answers else "")
 
 
 def read_korquad(path: Path, log: ProblemLog) -> list[MrcRecord]:
     """SQuAD v1.1 JSON (KorQuAD 1.0) -> MRC records: one per question, guid = the question `id`,
-    question_type None (SQuAD has none), never impossible; answer offsets are checked."""
+    question_type None (SQuAD has none), never impossible; answer offsets are checked as in `read`."""
     return read_squad_like(path, log, squad=True)
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
+def _from_hub_rows(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
     """HF `klue/klue` mrc rows (`title, context, news_category, source, guid, is_impossible,
     question_type, question, answers: {answer_start: [...], text: [...]}`) -> MRC records.
 
@@ -287,3 +320,53 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
                                      plausible_answers=plausible))
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
+
+
+_HF_EXTRAS = ("plausible_answers", "article_index", "paragraph_index")  # an export's columns the hub lacks
+
+
+def from_hf(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
+    """HF mrc rows -> MRC records: the hub's (`_from_hub_rows`; null optional texts dropped first, since it
+    takes an absent one, not a null) and an export's, whose extra columns are put back."""
+    rows = [{k: v for k, v in row.items() if not (v is None and k in ("news_category", "source"))}
+            for _, row in hf.rows(dataset)]
+    records = _from_hub_rows(rows, log)
+    if not set(_HF_EXTRAS) & hf.columns(dataset):
+        return records
+    extras = {row.get("guid"): row for row in rows}
+    restored = []
+    for record in records:
+        row = extras[record.guid]
+        plausible = hf.as_rows(row.get("plausible_answers"))
+        restored.append(dataclasses.replace(
+            record, article_index=row.get("article_index") or 0, paragraph_index=row.get("paragraph_index") or 0,
+            plausible_answers=None if plausible is None else
+            tuple(MrcAnswer(a["text"], a["answer_start"]) for a in plausible)))
+    return restored
+
+
+def _answers_columns(answers: Sequence[MrcAnswer]) -> dict[str, list[Any]]:
+    return {"answer_start": [a.answer_start for a in answers], "text": [a.text for a in answers]}
+
+
+def to_hf(records: Sequence[MrcRecord]) -> list[dict[str, Any]]:
+    """The hub's mrc layout (an unanswerable question's plausible answers in `answers`, as the hub stores
+    them), plus `plausible_answers` and the article and paragraph positions, so records come back whole."""
+    rows = []
+    for r in records:
+        shown = r.answers if not r.is_impossible else (r.plausible_answers or ())
+        rows.append({"title": r.title, "context": r.context, "news_category": r.news_category, "source": r.source,
+                     "guid": r.guid, "is_impossible": r.is_impossible, "question_type": r.question_type,
+                     "question": r.question, "answers": _answers_columns(shown),
+                     "plausible_answers": None if r.plausible_answers is None else
+                     _answers_columns(r.plausible_answers),
+                     "article_index": r.article_index, "paragraph_index": r.paragraph_index})
+    return rows
+
+
+_HF_ANSWERS: dict[str, Any] = {"answer_start": ["int32"], "text": ["string"]}  # the hub's Sequence of structs
+HF_FEATURES: dict[str, Any] = {
+    "title": "string", "context": "string", "news_category": "string", "source": "string", "guid": "string",
+    "is_impossible": "bool", "question_type": "int32", "question": "string", "answers": _HF_ANSWERS,
+    "plausible_answers": _HF_ANSWERS, "article_index": "int32", "paragraph_index": "int32"}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from klue.metrics import ner as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import require_labelled
 
 from .records import (
     TAGS,
     NerPrediction,
     NerRecord,
+    from_hf,
     gold_prediction,
     nonspace_prediction,
     parse_prediction,
@@ -25,6 +27,7 @@ from .records import (
 
 
 def score(golds: Sequence[NerRecord], preds: Sequence[NerPrediction], mode: MetricMode) -> MetricReport:
+    require_labelled(golds)  # records read for prediction hold no gold to score against
     gold_tags = [list(g.nonspace_tags) for g in golds]
     pred_tags = [list(nonspace_prediction(g, p)) for g, p in zip(golds, preds)]
     return metric.compute(gold_tags, pred_tags, mode=mode)
@@ -33,6 +36,6 @@ def score(golds: Sequence[NerRecord], preds: Sequence[NerPrediction], mode: Metr
 TASK: Task[NerRecord, NerPrediction] = declare(
     __name__, labels=TAGS, metric_specs=spec_map(metric.SPECS), record_type=NerRecord,
     prediction_type=NerPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, adapter=".adapter:make_adapter",
+    parse_prediction=parse_prediction, score=score, from_hf=from_hf, adapter=".adapter:make_adapter",
     baseline=".baseline:make_baseline",
 )

@@ -107,7 +107,9 @@ class NerAdapter(Adapter):
         for index, (record, ids, offsets) in enumerate(zip(records, encoded["input_ids"],
                                                            encoded["offset_mapping"])):
             owned = char_owners(texts[index], offsets)
-            token_labels = [self.tag_index[record.tags[chars[0]]] if chars else IGNORE_INDEX for chars in owned]
+            gold = self.has_gold(record)
+            token_labels = [self.tag_index[record.tags[chars[0]]] if chars and gold else IGNORE_INDEX
+                            for chars in owned]
             starts = window_starts(len(ids), width, ctx.window_overlap)
             for start, keep in zip(starts, keep_ranges(len(ids), width, starts)):
                 end = min(start + width, len(ids))

@@ -1,4 +1,4 @@
-"""KLUE-NER records and the official TSV reader.
+"""KLUE-NER records, the official TSV reader and the Hugging Face copy.
 
 File format (docs/tasks.md, NER): a TSV file whose first `##` lines are a file header; each sentence starts
 with `## <guid>\\t<marked-up sentence>` (entities written `<text:TYPE>`), then one `char\\ttag` line per
@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError, ProblemLog
+from klue.io import hf
+from klue.io.fields import Fields, item_path
 from klue.io.text import check_unique_guids, read_text
 from klue.metrics.ner import ENTITY_TYPES, TAGS
+from klue.tasks.kinds import reads_for_prediction, refuse_unlabelled
 
 _TAG_SET = frozenset(TAGS)
 SPACE = " "  # the only character the official reader drops (it compares `token == " "`)
@@ -35,6 +38,8 @@ class NerRecord:
     marked: str  # the sentence with entities marked `<text:TYPE>`, as in the header line
     chars: tuple[str, ...]  # one character each, spaces included
     tags: tuple[str, ...]  # one tag per character (the tags of spaces are kept but never scored)
+    # False: read for prediction from character lines without tags (then `tags` is ()); never scored
+    labelled: bool = True
 
     @property
     def text(self) -> str:
@@ -98,10 +103,48 @@ class _Pending:
     chars: list[str]
     tags: list[str]
     ok: bool = True
+    untagged: int = 0  # character lines without a tag (read for prediction)
+
+
+def _unlabelled(pending: _Pending, log: ProblemLog) -> bool | None:
+    """Whether a sentence read for prediction has no tags (True), all of them (False), or some (None,
+    logged: a sentence gives every tag or none)."""
+    if pending.untagged == 0:
+        return False
+    if pending.untagged == len(pending.chars):
+        return True
+    log.error(f"line {pending.line}", f"sentence {pending.guid!r}: {pending.untagged} of its {len(pending.chars)} "
+              "character lines have no tag; a sentence to predict leaves out every tag, a gold one gives each")
+    return None
+
+
+def _char_line(line: str, number: int, current: _Pending, log: ProblemLog) -> None:
+    """One `char<TAB>tag` line into the sentence being read (read for prediction, `char` alone too)."""
+    fields = line.split("\t")
+    if len(fields) == 1 and len(line) == 1 and reads_for_prediction(log):
+        current.chars.append(line)
+        current.untagged += 1
+        return
+    if len(fields) != 2:
+        what = "a line without a tab" if len(fields) == 1 else f"{len(fields)} tab-separated fields"
+        wanted = "`char\\ttag` (or `char` alone)" if reads_for_prediction(log) else "`char\\ttag`"
+        log.error(f"line {number}", f"expected {wanted}, found {what}: {line!r}")
+        current.ok = False
+        return
+    char, tag = fields
+    if len(char) != 1:
+        log.error(f"line {number}", f"the character field must be exactly one character, found {char!r}")
+        current.ok = False
+    if tag not in _TAG_SET:
+        log.error(f"line {number}", f"unknown tag {tag!r}; tags are {' '.join(TAGS)}")
+        current.ok = False
+    current.chars.append(char)
+    current.tags.append(tag)
 
 
 def read(path: Path, log: ProblemLog) -> list[NerRecord]:
-    """Read an official KLUE-NER TSV file; every problem goes to `log` with its line."""
+    """Read an official KLUE-NER TSV file; every problem goes to `log` with its line. Read for prediction
+    (`klue.tasks.kinds.reads_for_prediction`), a sentence's lines may hold its characters alone."""
     text = read_text(path, log)
     if text is None:
         return []
@@ -118,9 +161,10 @@ def read(path: Path, log: ProblemLog) -> list[NerRecord]:
         if not pending.chars:
             log.error(where, f"sentence {pending.guid!r} has no characters")
             return
-        if not pending.ok:
+        unlabelled = _unlabelled(pending, log)
+        if not pending.ok or unlabelled is None:
             return
-        record = NerRecord(pending.guid, pending.marked, tuple(pending.chars), tuple(pending.tags))
+        record = NerRecord(pending.guid, pending.marked, tuple(pending.chars), tuple(pending.tags), not unlabelled)
         _check_sentence(record, where, log)
         records.append(record)
 
@@ -169,21 +213,7 @@ def read(path: Path, log: ProblemLog) -> list[NerRecord]:
         if current is None:
             log.error(f"line {number}", "character line outside a sentence (no `## <guid>` header above it)")
             continue
-        fields = line.split("\t")
-        if len(fields) != 2:
-            what = "a line without a tab" if len(fields) == 1 else f"{len(fields)} tab-separated fields"
-            log.error(f"line {number}", f"expected `char\\ttag`, found {what}: {line!r}")
-            current.ok = False
-            continue
-        char, tag = fields
-        if len(char) != 1:
-            log.error(f"line {number}", f"the character field must be exactly one character, found {char!r}")
-            current.ok = False
-        if tag not in _TAG_SET:
-            log.error(f"line {number}", f"unknown tag {tag!r}; tags are {' '.join(TAGS)}")
-            current.ok = False
-        current.chars.append(char)
-        current.tags.append(tag)
+        _char_line(line, number, current, log)
     if not started and header:
         # Only `##` lines: with no character anywhere, the last one is a sentence without characters.
         current = open_sentence(lines[header[-1] - 1].removesuffix("\r"), header[-1])
@@ -235,6 +265,7 @@ def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> 
 
 
 def gold_prediction(record: NerRecord) -> NerPrediction:
+    refuse_unlabelled(record)
     return NerPrediction(record.guid, record.tags)
 
 
@@ -246,3 +277,52 @@ def nonspace_prediction(record: NerRecord, prediction: NerPrediction) -> tuple[s
         return prediction.tags
     raise DataError(f"{record.guid}: {len(prediction.tags)} predicted tags, but the sentence has "
                     f"{len(record.chars)} characters ({len(record.nonspace_positions)} without spaces)")
+
+
+HF_GUID_PREFIX = "klue-ner-v1"  # rows of the hub copy carry no guid: they are named `klue-ner-v1_<split>_<row>`
+
+
+def from_hf(dataset: Any, log: ProblemLog) -> list[NerRecord]:
+    """HF `klue/klue` ner rows (`sentence` marked up as in the header line, `tokens` one per character,
+    spaces included, `ner_tags` ClassLabels in the hub order B-DT I-DT B-LC ...) -> NER records, tags
+    mapped by name; checked like the official file. An export's `guid` column (see `to_hf`) is kept, else
+    the row is named by `klue.io.hf.row_guid`."""
+    names = hf.label_names(dataset, "ner_tags")
+    records: list[NerRecord] = []
+    guids: list[tuple[str, str]] = []
+    for index, row in hf.rows(dataset):
+        fields = Fields(row, item_path("$", index), log)
+        has_guid = isinstance(row, dict) and row.get("guid") is not None
+        guid = fields.str("guid", nonempty=True) if has_guid else hf.row_guid(dataset, index, HF_GUID_PREFIX)
+        marked = fields.str("sentence")
+        chars = fields.str_list("tokens")
+        raw_tags = fields.list("ner_tags")
+        tags = [hf.by_name(t, names, TAGS, f"{fields.at('ner_tags')}[{i}]", log) for i, t in enumerate(raw_tags or [])]
+        if chars is not None and any(len(c) != 1 for c in chars):
+            fields.fail(fields.at("tokens"), "every token must be exactly one character")
+        if chars is not None and raw_tags is not None and len(chars) != len(raw_tags):
+            fields.fail(fields.location, f"{len(chars)} tokens but {len(raw_tags)} ner_tags")
+        if chars is not None and not chars:
+            fields.fail(fields.at("tokens"), "the sentence has no characters")
+        if not fields.ok or guid is None or marked is None or chars is None or None in tags:
+            continue
+        record = NerRecord(guid, marked, chars, tuple(tags))  # type: ignore[arg-type]
+        _check_sentence(record, fields.location, log)
+        records.append(record)
+        guids.append((guid, fields.at("guid")))
+    check_unique_guids(guids, log)
+    return records
+
+
+def to_hf(records: Sequence[NerRecord]) -> list[dict[str, Any]]:
+    """Rows in the klue/klue ner layout (`sentence` the marked-up sentence, `tokens` every character,
+    spaces included), plus the `guid` the hub copy lacks."""
+    return [{"guid": r.guid, "sentence": r.marked, "tokens": list(r.chars), "ner_tags": list(r.tags)}
+            for r in records]
+
+
+# The export's columns: the hub's, with the tags in the OFFICIAL order (the hub's is B-DT I-DT B-LC ...;
+# readers map by name either way), plus the guid.
+HF_FEATURES: dict[str, Any] = {"guid": "string", "sentence": "string", "tokens": ["string"],
+                               "ner_tags": [hf.Labels(TAGS)]}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

@@ -18,7 +18,7 @@ from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
-from klue.tasks.kinds import label_parser, one_of
+from klue.tasks.kinds import NO_LABEL, gold_optional, label_parser, one_of, refuse_unlabelled
 
 LABELS: tuple[str, ...] = ("entailment", "contradiction", "neutral")  # official order
 KORNLI_HEADER = ("sentence1", "sentence2", "gold_label")
@@ -41,6 +41,8 @@ class NliRecord:
     gold_label: str
     author: str | None = None
     validator_labels: tuple[str, str, str, str] | None = None  # label2 .. label5
+    # False: read for prediction without `gold_label` (then `NO_LABEL`); such a record is never scored
+    labelled: bool = True
 
     @property
     def label(self) -> str:
@@ -53,12 +55,23 @@ class NliPrediction:
     label: str
 
 
-def _label_field(fields: Fields, key: str) -> str | None:
-    return one_of(fields, key, LABELS)
+def _label_field(fields: Fields, key: str, optional: bool = False) -> str | None:
+    return one_of(fields, key, LABELS, optional=optional)
+
+
+def _validators(fields: Fields, optional: bool) -> tuple[str, str, str, str] | None:
+    """label2..label5: all four, or (read for prediction) none of them."""
+    given = [key for key in VALIDATOR_FIELDS if fields.has(key)]
+    if optional and given and len(given) != len(VALIDATOR_FIELDS):
+        fields.fail(fields.location, f"{len(given)} of the {len(VALIDATOR_FIELDS)} validator labels "
+                    f"({', '.join(VALIDATOR_FIELDS)}) are given: all or none")
+    labels = tuple(_label_field(fields, key, optional) for key in VALIDATOR_FIELDS)
+    return labels if None not in labels else None  # type: ignore[return-value]
 
 
 def read(path: Path, log: ProblemLog) -> list[NliRecord]:
-    """Read an official KLUE-NLI JSON file; every problem goes to `log` with its JSON path."""
+    """Read an official KLUE-NLI JSON file; every problem goes to `log` with its JSON path. Read for
+    prediction, the gold (`gold_label`, `author`, `label2..label5`) may be absent."""
     locations: list[str] = []  # of the records kept, for the duplicate-pair warnings
 
     def record(fields: Fields) -> NliRecord | None:
@@ -66,16 +79,18 @@ def read(path: Path, log: ProblemLog) -> list[NliRecord]:
         source = fields.str("source")
         premise = fields.str("premise", nonempty=True)
         hypothesis = fields.str("hypothesis", nonempty=True)
-        gold = _label_field(fields, "gold_label")
-        author = _label_field(fields, "author")
-        validators = tuple(_label_field(fields, key) for key in VALIDATOR_FIELDS)
+        optional = gold_optional(fields)
+        gold = _label_field(fields, "gold_label", optional)
+        author = _label_field(fields, "author", optional)
+        validators = _validators(fields, optional)
         fields.warn_unknown(_FIELDS)
         if not fields.ok:
             return None
         assert guid is not None and source is not None and premise is not None and hypothesis is not None
-        assert gold is not None and author is not None
         locations.append(fields.location)
-        return NliRecord(guid, source, premise, hypothesis, gold, author, validators)  # type: ignore[arg-type]
+        # An absent gold is None only when optional: a bad one failed the object above.
+        return NliRecord(guid, source, premise, hypothesis, gold if gold is not None else NO_LABEL, author,
+                         validators, gold is not None)
 
     records = read_json_objects(path, log, "NLI pairs", record)
     warn_duplicate_pairs(records, log, locations)
@@ -101,7 +116,9 @@ def warn_duplicate_pairs(records: Sequence[NliRecord], log: ProblemLog,
 def to_json(record: NliRecord) -> dict[str, Any]:
     """The record as the official file writes it (foreign records omit the fields they lack)."""
     out: dict[str, Any] = {"guid": record.guid, "source": record.source, "premise": record.premise,
-                           "hypothesis": record.hypothesis, "gold_label": record.gold_label}
+                           "hypothesis": record.hypothesis}
+    if record.labelled:
+        out["gold_label"] = record.gold_label
     if record.author is not None:
         out["author"] = record.author
     if record.validator_labels is not None:
@@ -113,6 +130,7 @@ parse_prediction = label_parser(NliPrediction, LABELS)
 
 
 def gold_prediction(record: NliRecord) -> NliPrediction:
+    refuse_unlabelled(record)
     return NliPrediction(record.guid, record.gold_label)
 
 
@@ -134,18 +152,56 @@ def read_kornli(path: Path, log: ProblemLog) -> list[NliRecord]:
     return records
 
 
+def _hf_label(row: dict[str, Any], key: str, names: list[str] | None, fields: Fields) -> str | None:
+    """An optional label column (absent or null in the hub copy), mapped by name."""
+    if row.get(key) is None:
+        return None
+    label = hf.by_name(row[key], names, LABELS, fields.at(key), fields.log)
+    if label is None:
+        fields.ok = False
+    return label
+
+
 def from_hf(dataset: Any, log: ProblemLog) -> list[NliRecord]:
     """HF `klue/klue` nli rows (`guid, source, premise, hypothesis, label` with label names
-    entailment, neutral, contradiction) -> NLI records."""
-    names = hf.label_names(dataset, "label")
+    entailment, neutral, contradiction) -> NLI records; an export's `author` and `label2..label5`
+    columns (see `to_hf`) come back as the record's author and validator labels."""
+    names = {key: hf.label_names(dataset, key) for key in ("label", "author", *VALIDATOR_FIELDS)}
     records = []
     for index, row in hf.rows(dataset):
         fields = Fields(row, item_path("$", index), log)
         guid, source = fields.str("guid", nonempty=True), fields.str("source")
         premise, hypothesis = fields.str("premise", nonempty=True), fields.str("hypothesis", nonempty=True)
-        label = hf.by_name(row.get("label"), names, LABELS, fields.at("label"), log)
+        label = hf.by_name(row.get("label"), names["label"], LABELS, fields.at("label"), log)
+        author = _hf_label(row, "author", names["author"], fields)
+        validators = [_hf_label(row, key, names[key], fields) for key in VALIDATOR_FIELDS]
+        given = [v for v in validators if v is not None]
+        if given and len(given) != len(VALIDATOR_FIELDS):
+            fields.fail(fields.location, f"{len(given)} of the {len(VALIDATOR_FIELDS)} validator labels "
+                        f"({', '.join(VALIDATOR_FIELDS)}) are set: all or none")
         if fields.ok and label is not None:
-            records.append(NliRecord(guid, source, premise, hypothesis, label))  # type: ignore[arg-type]
+            records.append(NliRecord(guid, source, premise, hypothesis, label, author,  # type: ignore[arg-type]
+                                     tuple(given) if given else None))  # type: ignore[arg-type]
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     warn_duplicate_pairs(records, log)
     return records
+
+
+def to_hf(records: Sequence[NliRecord]) -> list[dict[str, Any]]:
+    """Rows in the klue/klue nli layout, plus `author` and `label2..label5` (null where a record has none)."""
+    rows = []
+    for record in records:
+        validators = record.validator_labels or (None,) * len(VALIDATOR_FIELDS)
+        rows.append({"guid": record.guid, "source": record.source, "premise": record.premise,
+                     "hypothesis": record.hypothesis, "label": record.gold_label, "author": record.author,
+                     **dict(zip(VALIDATOR_FIELDS, validators))})
+    return rows
+
+
+# The export's columns: the hub's, with the label columns in the OFFICIAL order (the hub orders them
+# entailment, neutral, contradiction; readers map by name either way).
+HF_FEATURES: dict[str, Any] = {
+    "guid": "string", "source": "string", "premise": "string", "hypothesis": "string",
+    "label": hf.Labels(LABELS), "author": hf.Labels(LABELS), **{key: hf.Labels(LABELS) for key in VALIDATOR_FIELDS},
+}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from klue.metrics import re as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import require_labelled
 
 from .records import (
     RELATIONS,
@@ -25,6 +26,7 @@ from .records import (
 
 
 def score(golds: Sequence[ReRecord], preds: Sequence[RePrediction], mode: MetricMode) -> MetricReport:
+    require_labelled(golds)  # records read for prediction hold no gold to score against
     return metric.compute([g.label for g in golds], [p.label for p in preds], [list(p.probs) for p in preds],
                           RELATIONS, mode=mode)
 

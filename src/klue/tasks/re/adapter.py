@@ -23,7 +23,7 @@ from torch import nn
 from klue.models.adapter import Adapter, check_head_options
 from klue.models.collate import collate_features
 from klue.models.features import Feature, FeaturizeContext, SpecialTokens
-from klue.models.heads import EntityPairHead, HeadOutput, HeadSpec
+from klue.models.heads import IGNORE_INDEX, EntityPairHead, HeadOutput, HeadSpec
 from klue.tasks.base import Task
 
 from .records import ENTITY_TYPES
@@ -120,7 +120,8 @@ class ReAdapter(Adapter):
             features.append(Feature(
                 record_index=index, input_ids=input_ids,
                 token_type_ids=(0,) * len(input_ids) if ctx.use_token_type_ids else None,
-                label=self.relation_index[self.gold_json(record)["label"]], n_items=1,
+                label=self.relation_index[self.gold_json(record)["label"]] if self.has_gold(record) else IGNORE_INDEX,
+                n_items=1,
                 extra=(positions["subj"] + offset, positions["obj"] + offset)))
         return features
 

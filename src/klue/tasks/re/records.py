@@ -9,6 +9,7 @@ type}, object_entity: {...}, label, source}`; offsets are inclusive character in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ from klue.io.fields import Fields, describe, item_path, read_json_objects
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
 from klue.metrics.re import NO_RELATION
-from klue.tasks.kinds import prediction_parser, present
+from klue.tasks.kinds import (
+    NO_LABEL,
+    gold_optional,
+    prediction_parser,
+    present,
+    reads_for_scoring,
+    refuse_unlabelled,
+)
 
 RELATIONS: tuple[str, ...] = (
     NO_RELATION, "org:dissolved", "org:founded", "org:place_of_headquarters", "org:alternate_names",
@@ -55,6 +63,8 @@ class ReRecord:
     object_entity: Entity
     label: str
     source: str
+    # False: read for prediction without `label` (then `NO_LABEL`); such a record is never scored
+    labelled: bool = True
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,19 @@ class RePrediction:
     probs: tuple[float, ...]  # one per relation, in RELATIONS order
 
 
+def offset_problem(sentence: str, start: int, end: int, word: str) -> str | None:
+    """What is wrong with an entity's inclusive offsets into the sentence, or None."""
+    if not 0 <= start <= end < len(sentence):
+        return f"offsets [{start}, {end}] are outside the sentence (length {len(sentence)}) or reversed"
+    if sentence[start:end + 1] != word:
+        return f"sentence[{start}:{end + 1}] is {sentence[start:end + 1]!r}, not the entity word {word!r}"
+    return None
+
+
 def entity_from(fields: Fields, sentence: str | None) -> Entity | None:
-    """An entity object, its offsets checked against the sentence."""
+    """An entity object, its offsets checked against the sentence: an error, except in a gold file read for
+    scoring (`klue.tasks.kinds.reads_for_scoring`), where the metric compares relation labels only and
+    never reads an offset, so the entity is kept with a warning (`klue data validate` keeps the error)."""
     word = fields.str("word", nonempty=True)
     start = fields.int("start_idx")
     end = fields.int("end_idx")
@@ -76,15 +97,13 @@ def entity_from(fields: Fields, sentence: str | None) -> Entity | None:
                            f"{', '.join(ENTITY_TYPES)})")
     if word is None or start is None or end is None or kind is None:
         return None
-    if sentence is not None:
-        if not 0 <= start <= end < len(sentence):
-            fields.fail(fields.location, f"offsets [{start}, {end}] are outside the sentence (length "
-                        f"{len(sentence)}) or reversed")
+    problem = offset_problem(sentence, start, end, word) if sentence is not None else None
+    if problem is not None:
+        if not reads_for_scoring(fields.log):
+            fields.fail(fields.location, problem)
             return None
-        if sentence[start:end + 1] != word:
-            fields.fail(fields.location, f"sentence[{start}:{end + 1}] is {sentence[start:end + 1]!r}, not the "
-                        f"entity word {word!r}")
-            return None
+        # The warning names the place (the JSON path holds the record's index) so the file can be fixed.
+        fields.log.warning(fields.location, f"{problem}; kept (the metric compares relation labels only)")
     return Entity(word, start, end, kind)
 
 
@@ -135,7 +154,7 @@ def read(path: Path, log: ProblemLog) -> list[ReRecord]:
         object_fields = fields.obj("object_entity")
         subject = entity_from(subject_fields, sentence) if subject_fields is not None else None
         obj = entity_from(object_fields, sentence) if object_fields is not None else None
-        label = fields.str("label")
+        label = fields.str("label", optional=gold_optional(fields))  # absent: read for prediction
         if label is not None and label not in relations[0]:
             fields.fail(fields.at("label"), f"unknown relation {label!r} (not in {RELATION_LIST_FILE})")
         source = fields.str("source")
@@ -143,8 +162,9 @@ def read(path: Path, log: ProblemLog) -> list[ReRecord]:
         if not fields.ok:
             return None
         assert guid is not None and sentence is not None and subject is not None and obj is not None
-        assert label is not None and source is not None
-        return ReRecord(guid, sentence, subject, obj, label, source)
+        assert source is not None
+        return ReRecord(guid, sentence, subject, obj, label if label is not None else NO_LABEL, source,
+                        label is not None)
 
     return read_json_objects(path, log, "RE examples", record)
 
@@ -154,23 +174,42 @@ def _entity_json(entity: Entity) -> dict[str, Any]:
 
 
 def to_json(record: ReRecord) -> dict[str, Any]:
-    return {"guid": record.guid, "sentence": record.sentence, "subject_entity": _entity_json(record.subject_entity),
-            "object_entity": _entity_json(record.object_entity), "label": record.label, "source": record.source}
+    """The record as the official file writes it (a record without gold has no `label`)."""
+    out: dict[str, Any] = {"guid": record.guid, "sentence": record.sentence,
+                           "subject_entity": _entity_json(record.subject_entity),
+                           "object_entity": _entity_json(record.object_entity)}
+    if record.labelled:
+        out["label"] = record.label
+    out["source"] = record.source
+    return out
+
+
+def _probability_problem(probs: list[Any]) -> str | None:
+    """What makes `probs` impossible as one probability per relation, or None: the checks the gold reader
+    would make of such numbers (finite, in 0..1, one per relation). A sum other than 1 is only warned
+    about, for the whole file (`klue.predictions`), since AUPRC ranks the numbers and never adds them."""
+    bad = [p for p in probs if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p)]
+    if bad:
+        return f"`probs` must hold finite numbers only, found {describe(bad[0])}"
+    if len(probs) != len(RELATIONS):
+        return (f"`probs` must hold {len(RELATIONS)} numbers (one per relation, in {RELATION_LIST_FILE} order), "
+                f"found {len(probs)}")
+    outside = next((i for i, p in enumerate(probs) if not 0.0 <= p <= 1.0), None)
+    if outside is not None:
+        return (f"`probs` are probabilities between 0 and 1, found {probs[outside]!r} at index {outside} "
+                f"({RELATIONS[outside]})")
+    return None
 
 
 def _predicted_relation(fields: Fields) -> tuple[str, tuple[float, ...]] | None:
-    """`label` a relation name; `probs` 30 finite numbers in relation_list.json order."""
+    """`label` a relation name; `probs` 30 probabilities in relation_list.json order."""
     label = fields.str("label")
     if label is not None and label not in RELATIONS:
         fields.fail(fields.location, f"unknown relation {label!r}")
     probs = fields.list("probs")
-    if probs is not None:
-        bad = [p for p in probs if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p)]
-        if bad:
-            fields.fail(fields.location, f"`probs` must hold finite numbers only, found {describe(bad[0])}")
-        elif len(probs) != len(RELATIONS):
-            fields.fail(fields.location, f"`probs` must hold {len(RELATIONS)} numbers (one per relation, in "
-                        f"{RELATION_LIST_FILE} order), found {len(probs)}")
+    problem = _probability_problem(probs) if probs is not None else None
+    if problem is not None:
+        fields.fail(fields.location, problem)
     if not fields.ok or probs is None:
         return None
     return present(label, tuple(float(p) for p in probs))
@@ -180,6 +219,7 @@ parse_prediction = prediction_parser(RePrediction, _predicted_relation)
 
 
 def gold_prediction(record: ReRecord) -> RePrediction:
+    refuse_unlabelled(record)
     return RePrediction(record.guid, record.label, tuple(float(r == record.label) for r in RELATIONS))
 
 
@@ -205,3 +245,16 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[ReRecord]:
             records.append(ReRecord(guid, sentence, subject, obj, label, source))  # type: ignore[arg-type]
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
+
+
+def to_hf(records: Sequence[ReRecord]) -> list[dict[str, Any]]:
+    """Rows in the klue/klue re layout: the official fields, as the official file writes them."""
+    return [to_json(r) for r in records]
+
+
+# The export's columns: the hub's, with `label` in the official relation_list.json order.
+_HF_ENTITY: dict[str, Any] = {"word": "string", "start_idx": "int32", "end_idx": "int32", "type": "string"}
+HF_FEATURES: dict[str, Any] = {
+    "guid": "string", "sentence": "string", "subject_entity": _HF_ENTITY, "object_entity": _HF_ENTITY,
+    "label": hf.Labels(RELATIONS), "source": "string"}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

@@ -10,11 +10,13 @@ from collections.abc import Sequence
 from klue.metrics import sts as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import require_labelled
 
 from .records import StsPrediction, StsRecord, from_hf, gold_prediction, parse_prediction, read, read_korsts
 
 
 def score(golds: Sequence[StsRecord], preds: Sequence[StsPrediction], mode: MetricMode) -> MetricReport:
+    require_labelled(golds)  # records read for prediction hold no gold to score against
     return metric.compute([g.real_label for g in golds], [p.score for p in preds], mode=mode)
 
 

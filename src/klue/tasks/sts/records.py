@@ -8,6 +8,8 @@ decimal and `binary-label` is `real-label >= 3`.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,13 +20,15 @@ from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
 from klue.metrics.sts import THRESHOLD as BINARY_THRESHOLD
-from klue.tasks.kinds import prediction_parser, present
+from klue.tasks.kinds import gold_optional, prediction_parser, present, refuse_unlabelled
 
 MIN_SCORE = 0.0
 MAX_SCORE = 5.0
 KORSTS_HEADER = ("genre", "filename", "year", "id", "score", "sentence1", "sentence2")
 _FIELDS = frozenset({"guid", "source", "sentence1", "sentence2", "labels", "annotations"})
 _LABEL_FIELDS = frozenset({"label", "real-label", "binary-label"})
+NO_SCORE = math.nan  # label and real-label of a pair without gold (read for prediction)
+NO_BINARY = -1  # its binary-label: neither 0 nor 1 (the Hugging Face convention for "no label")
 _ANNOTATION_FIELDS = frozenset({"agreement", "annotators", "annotations"})
 
 
@@ -51,6 +55,8 @@ class StsRecord:
     real_label: float  # labels.real-label: the target
     binary_label: int  # labels.binary-label: real-label >= 3
     annotations: StsAnnotations | None = None
+    # False: read for prediction without `labels` (then NaN scores and binary-label NO_BINARY); never scored
+    labelled: bool = True
 
     @property
     def score(self) -> float:
@@ -88,31 +94,41 @@ def _annotations(fields: Fields) -> StsAnnotations | None:
     return StsAnnotations(agreement, annotators, tuple(scores))
 
 
+def _labels(labels: Fields) -> tuple[float, float, int] | None:
+    """`labels`: (label, real-label, binary-label), binary-label checked against real-label."""
+    label = _score(labels, "label")
+    real = _score(labels, "real-label")
+    binary = labels.int("binary-label")
+    if binary is not None and binary not in (0, 1):
+        labels.fail(labels.at("binary-label"), f"`binary-label` must be 0 or 1, found {binary}")
+    elif binary is not None and real is not None and binary != int(real >= BINARY_THRESHOLD):
+        labels.log.warning(labels.at("binary-label"), f"`binary-label` {binary} disagrees with real-label "
+                           f"{real} (expected real-label >= {BINARY_THRESHOLD})")
+    labels.warn_unknown(_LABEL_FIELDS)
+    if label is None or real is None or binary is None or not labels.ok:
+        return None
+    return label, real, binary
+
+
 def _record(fields: Fields) -> StsRecord | None:
     guid = fields.str("guid", nonempty=True)
     source = fields.str("source")
     sentence1 = fields.str("sentence1", nonempty=True)
     sentence2 = fields.str("sentence2", nonempty=True)
-    labels = fields.obj("labels")
-    label = real = binary = None
-    if labels is not None:
-        label = _score(labels, "label")
-        real = _score(labels, "real-label")
-        binary = labels.int("binary-label")
-        if binary is not None and binary not in (0, 1):
-            labels.fail(labels.at("binary-label"), f"`binary-label` must be 0 or 1, found {binary}")
-        elif binary is not None and real is not None and binary != int(real >= BINARY_THRESHOLD):
-            labels.log.warning(labels.at("binary-label"), f"`binary-label` {binary} disagrees with real-label "
-                               f"{real} (expected real-label >= {BINARY_THRESHOLD})")
-        labels.warn_unknown(_LABEL_FIELDS)
-    annotations_fields = fields.obj("annotations")
+    # Read for prediction, the gold (`labels`, and the annotators' scores) may be absent.
+    optional = gold_optional(fields)
+    labels_fields = fields.obj("labels", optional=optional)
+    labels = _labels(labels_fields) if labels_fields is not None else None
+    annotations_fields = fields.obj("annotations", optional=optional)
     annotations = _annotations(annotations_fields) if annotations_fields is not None else None
     fields.warn_unknown(_FIELDS)
     if not fields.ok:
         return None
     assert guid is not None and source is not None and sentence1 is not None and sentence2 is not None
-    assert label is not None and real is not None and binary is not None
-    return StsRecord(guid, source, sentence1, sentence2, label, real, binary, annotations)
+    if labels is None:  # absent, read for prediction: bad labels failed the object above
+        return StsRecord(guid, source, sentence1, sentence2, NO_SCORE, NO_SCORE, NO_BINARY, annotations,
+                         labelled=False)
+    return StsRecord(guid, source, sentence1, sentence2, *labels, annotations)
 
 
 def read(path: Path, log: ProblemLog) -> list[StsRecord]:
@@ -125,8 +141,9 @@ def to_json(record: StsRecord) -> dict[str, Any]:
     out: dict[str, Any] = {
         "guid": record.guid, "source": record.source, "sentence1": record.sentence1,
         "sentence2": record.sentence2,
-        "labels": {"label": record.label, "real-label": record.real_label, "binary-label": record.binary_label},
     }
+    if record.labelled:
+        out["labels"] = {"label": record.label, "real-label": record.real_label, "binary-label": record.binary_label}
     if record.annotations is not None:
         out["annotations"] = {"agreement": record.annotations.agreement,
                               "annotators": list(record.annotations.annotators),
@@ -147,6 +164,7 @@ parse_prediction = prediction_parser(StsPrediction, _predicted_score)
 
 
 def gold_prediction(record: StsRecord) -> StsPrediction:
+    refuse_unlabelled(record)
     return StsPrediction(record.guid, record.real_label)
 
 
@@ -175,7 +193,8 @@ def read_korsts(path: Path, log: ProblemLog) -> list[StsRecord]:
 
 def from_hf(dataset: Any, log: ProblemLog) -> list[StsRecord]:
     """HF `klue/klue` sts rows (`guid, source, sentence1, sentence2, labels: {label, real-label,
-    binary-label}`) -> STS records (no annotations in the HF copy)."""
+    binary-label}`) -> STS records. The hub copy has no annotations; an export's `annotations` column
+    (see `to_hf`) comes back as the record's, null where it had none."""
     records = []
     for index, row in hf.rows(dataset):
         fields = Fields(row, item_path("$", index), log)
@@ -189,8 +208,32 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[StsRecord]:
             binary = labels.int("binary-label")
             if binary is not None and binary not in (0, 1):
                 labels.fail(labels.at("binary-label"), f"`binary-label` must be 0 or 1, found {binary}")
+        annotations = None
+        if row.get("annotations") is not None:
+            annotations_fields = fields.obj("annotations")
+            annotations = _annotations(annotations_fields) if annotations_fields is not None else None
         if fields.ok and None not in values and binary is not None:
             records.append(StsRecord(guid, source, sentence1, sentence2,  # type: ignore[arg-type]
-                                     values[0], values[1], binary))  # type: ignore[arg-type]
+                                     values[0], values[1], binary, annotations))  # type: ignore[arg-type]
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
+
+
+def to_hf(records: Sequence[StsRecord]) -> list[dict[str, Any]]:
+    """Rows in the klue/klue sts layout, plus `annotations` (null for pairs from other sources)."""
+    rows = []
+    for record in records:
+        row = to_json(record)
+        row["annotations"] = row.get("annotations")
+        rows.append(row)
+    return rows
+
+
+# The export's columns: the hub's (binary-label a ClassLabel negative, positive: 0 and 1 as in the
+# official files), plus the annotations the hub copy leaves out.
+HF_FEATURES: dict[str, Any] = {
+    "guid": "string", "source": "string", "sentence1": "string", "sentence2": "string",
+    "labels": {"label": "float64", "real-label": "float64", "binary-label": hf.Labels(("negative", "positive"))},
+    "annotations": {"agreement": "string", "annotators": ["string"], "annotations": ["int64"]},
+}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

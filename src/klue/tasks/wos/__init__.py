@@ -16,6 +16,7 @@ from klue.io.locate import DataRoots
 from klue.metrics import wos as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.tasks.base import Task, declare
+from klue.tasks.kinds import require_labelled
 
 from .records import (
     WosPrediction,
@@ -30,6 +31,7 @@ from .records import (
 
 
 def score(golds: Sequence[WosTurn], preds: Sequence[WosPrediction], mode: MetricMode) -> MetricReport:
+    require_labelled(golds)  # records read for prediction hold no gold to score against
     return metric.compute([list(g.state) for g in golds], [list(p.state) for p in preds], mode=mode)
 
 

@@ -14,7 +14,7 @@ examples and `dialogues_of` collects them back.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from klue.io import hf
 from klue.io.fields import Fields, describe, item_path, read_json_objects
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
-from klue.tasks.kinds import prediction_parser, present
+from klue.tasks.kinds import gold_absent, prediction_parser, present, refuse_unlabelled
 
 ROLES: tuple[str, ...] = ("user", "sys")
 ONTOLOGY_FILE = "ontology.json"
@@ -54,7 +54,8 @@ _UTTERANCE_FIELDS = frozenset({"role", "text", "state"})
 class WosUtterance:
     role: str  # "user" or "sys"
     text: str
-    state: tuple[str, ...] | None  # user turns: the cumulative state; sys turns: None
+    # user turns: the cumulative state (None only for a turn read for prediction without it); sys turns: None
+    state: tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,14 @@ class WosTurn:
         return self.dialogue.dialogue[self.utterance_index].text
 
     @property
+    def labelled(self) -> bool:
+        """False for a turn read for prediction without its `state`: never scored."""
+        return self.dialogue.dialogue[self.utterance_index].state is not None
+
+    @property
     def state(self) -> tuple[str, ...]:
-        state = self.dialogue.dialogue[self.utterance_index].state
-        assert state is not None  # the reader guarantees user turns carry a state
-        return state
+        """The gold state; () for a turn without gold (`labelled` False), the "no gold" placeholder."""
+        return self.dialogue.dialogue[self.utterance_index].state or ()
 
     @property
     def history(self) -> tuple[WosUtterance, ...]:
@@ -234,7 +239,9 @@ def dialogue_from(fields: Fields, slots: Iterable[str], empty_sys_state_ok: bool
         turn.warn_unknown(_UTTERANCE_FIELDS)
         state: tuple[str, ...] | None = None
         if role == "user":
-            if not turn.has("state"):
+            if gold_absent(turn, "state"):
+                pass  # read for prediction: a user turn without its gold state (the turn is unlabelled)
+            elif not turn.has("state"):
                 turn.fail(turn.at("state"), "a user turn has no `state`")
             else:
                 state = _state(turn, slot_set)
@@ -286,7 +293,8 @@ def dialogues_of(turns: Iterable[WosTurn]) -> list[WosDialogue]:
 
 
 def read(path: Path, log: ProblemLog) -> list[WosTurn]:
-    """Read an official WoS JSON file as turn examples (see `read_dialogues`)."""
+    """Read an official WoS JSON file as turn examples (see `read_dialogues`). Read for prediction
+    (`klue.tasks.kinds.reads_for_prediction`), a user turn may come without its `state`."""
     return expand_turns(read_dialogues(path, log))
 
 
@@ -317,6 +325,7 @@ parse_prediction = prediction_parser(WosPrediction, _predicted_state)
 
 
 def gold_prediction(record: WosTurn) -> WosPrediction:
+    refuse_unlabelled(record)
     return WosPrediction(record.guid, record.state)
 
 
@@ -333,3 +342,19 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[WosTurn]:
             dialogues.append(dialogue)
     check_unique_guids(((d.guid, d.guid) for d in dialogues), log)
     return expand_turns(dialogues)
+
+
+def to_hf(turns: Sequence[WosTurn]) -> list[dict[str, Any]]:
+    """One row per dialogue in the klue/klue wos layout (system turns with an empty state list, as the hub
+    copy stores them; `from_hf` reads them back as stateless)."""
+    rows = []
+    for dialogue in dialogues_of(turns):
+        utterances = [{"role": u.role, "text": u.text, "state": list(u.state or ())} for u in dialogue.dialogue]
+        rows.append({"guid": dialogue.guid, "domains": list(dialogue.domains), "dialogue": utterances})
+    return rows
+
+
+# The hub's columns hold every official field.
+HF_FEATURES: dict[str, Any] = {"guid": "string", "domains": ["string"],
+                               "dialogue": [{"role": "string", "text": "string", "state": ["string"]}]}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

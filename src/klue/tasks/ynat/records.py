@@ -8,6 +8,7 @@ annotations: {annotators, annotations: {first-scope, second-scope, third-scope}}
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
-from klue.tasks.kinds import label_parser, one_of
+from klue.tasks.kinds import NO_LABEL, gold_optional, label_parser, one_of, refuse_unlabelled
 
 LABELS: tuple[str, ...] = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")  # official order
 _LABEL_SET = frozenset(LABELS)  # annotations hold these and NO_SCOPE
@@ -48,6 +49,8 @@ class YnatRecord:
     annotations: YnatAnnotations | None = None
     url: str | None = None
     date: str | None = None
+    # False: read for prediction without `label` (then `NO_LABEL`); such a record is never scored
+    labelled: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,8 @@ class YnatPrediction:
 CATEGORY = ("category", "categories")  # how messages name the labels
 
 
-def label_field(fields: Fields, key: str) -> str | None:
-    return one_of(fields, key, LABELS, CATEGORY)
+def label_field(fields: Fields, key: str, optional: bool = False) -> str | None:
+    return one_of(fields, key, LABELS, CATEGORY, optional=optional)
 
 
 def _annotations(fields: Fields) -> YnatAnnotations | None:
@@ -87,16 +90,20 @@ def _record(fields: Fields) -> YnatRecord | None:
     guid = fields.str("guid", nonempty=True)
     title = fields.str("title", nonempty=True)
     category = fields.str("predefined_news_category")
-    label = label_field(fields, "label")
-    annotation_fields = fields.obj("annotations")
+    # Read for prediction, the gold (`label`, and the annotators' choices) may be absent.
+    optional = gold_optional(fields)
+    label = label_field(fields, "label", optional)
+    annotation_fields = fields.obj("annotations", optional=optional)
     annotations = _annotations(annotation_fields) if annotation_fields is not None else None
     url = fields.str("url")
     date = fields.str("date")
     fields.warn_unknown(_FIELDS)
     if not fields.ok:
         return None
-    assert guid is not None and title is not None and label is not None
-    return YnatRecord(guid, title, label, category, annotations, url, date)
+    assert guid is not None and title is not None
+    labelled = label is not None  # absent only when optional: a bad label failed the object above
+    return YnatRecord(guid, title, label if label is not None else NO_LABEL, category, annotations, url, date,
+                      labelled)
 
 
 def read(path: Path, log: ProblemLog) -> list[YnatRecord]:
@@ -109,7 +116,8 @@ def to_json(record: YnatRecord) -> dict[str, Any]:
     out: dict[str, Any] = {"guid": record.guid, "title": record.title}
     if record.predefined_news_category is not None:
         out["predefined_news_category"] = record.predefined_news_category
-    out["label"] = record.label
+    if record.labelled:
+        out["label"] = record.label
     if record.annotations is not None:
         out["annotations"] = {"annotators": list(record.annotations.annotators),
                               "annotations": {k: list(v) for k, v in record.annotations.scopes}}
@@ -125,6 +133,7 @@ parse_prediction = label_parser(YnatPrediction, LABELS, CATEGORY, refuse_index=T
 
 
 def gold_prediction(record: YnatRecord) -> YnatPrediction:
+    refuse_unlabelled(record)
     return YnatPrediction(record.guid, record.label)
 
 
@@ -143,17 +152,65 @@ def read_resplit(path: Path, log: ProblemLog) -> list[YnatRecord]:
     return read_json_objects(path, log, "YNAT titles", _resplit_record)
 
 
+def _hf_annotations(fields: Fields) -> YnatAnnotations | None:
+    """An export's `annotations` column: `{annotators, scopes: [{scope, choices}]}` (the official object
+    keyed by scope, as a list so that every file's scopes and their order come back as they were)."""
+    annotators = fields.str_list("annotators")
+    scopes: list[tuple[str, tuple[str, ...]]] = []
+    for item in fields.items("scopes") or []:
+        name, choices = item.str("scope", nonempty=True), item.str_list("choices")
+        unknown = [c for c in choices or () if c not in _LABEL_SET and c != NO_SCOPE]
+        if unknown:
+            item.fail(item.at("choices"), f"unknown categories {unknown} (allowed: the 7 categories and {NO_SCOPE!r})")
+        if name is not None and choices is not None:
+            scopes.append((name, choices))
+    if not fields.ok or annotators is None:
+        return None
+    return YnatAnnotations(annotators, tuple(scopes))
+
+
 def from_hf(dataset: Any, log: ProblemLog) -> list[YnatRecord]:
     """HF `klue/klue` ynat rows (`guid, title, label, url, date`; label names in the order IT과학, 경제,
-    사회, 생활문화, 세계, 스포츠, 정치) -> YNAT records, labels mapped by name."""
+    사회, 생활문화, 세계, 스포츠, 정치) -> YNAT records, labels mapped by name; an export's
+    `predefined_news_category` and `annotations` columns (see `to_hf`) come back too."""
     names = hf.label_names(dataset, "label")
     records = []
     for index, row in hf.rows(dataset):
         fields = Fields(row, item_path("$", index), log)
         guid, title = fields.str("guid", nonempty=True), fields.str("title", nonempty=True)
-        url, date = fields.str("url", optional=True), fields.str("date", optional=True)
+        url, date = hf.nullable_str(fields, "url"), hf.nullable_str(fields, "date")
+        category = hf.nullable_str(fields, "predefined_news_category")
         label = hf.by_name(row.get("label"), names, LABELS, fields.at("label"), log)
+        annotations = None
+        if row.get("annotations") is not None:
+            annotation_fields = fields.obj("annotations")
+            annotations = _hf_annotations(annotation_fields) if annotation_fields is not None else None
         if fields.ok and label is not None:
-            records.append(YnatRecord(guid, title, label, url=url, date=date))  # type: ignore[arg-type]
+            records.append(YnatRecord(guid, title, label, category, annotations,  # type: ignore[arg-type]
+                                      url=url, date=date))
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
+
+
+def to_hf(records: Sequence[YnatRecord]) -> list[dict[str, Any]]:
+    """Rows in the klue/klue ynat layout, plus `predefined_news_category` and `annotations` (null where a
+    record has none)."""
+    rows = []
+    for r in records:
+        annotations = None
+        if r.annotations is not None:
+            annotations = {"annotators": list(r.annotations.annotators),
+                           "scopes": [{"scope": k, "choices": list(v)} for k, v in r.annotations.scopes]}
+        rows.append({"guid": r.guid, "title": r.title, "label": r.label, "url": r.url, "date": r.date,
+                     "predefined_news_category": r.predefined_news_category, "annotations": annotations})
+    return rows
+
+
+# The export's columns: the hub's, with `label` in the OFFICIAL order (readers map by name either way),
+# plus the official fields the hub copy leaves out.
+HF_FEATURES: dict[str, Any] = {
+    "guid": "string", "title": "string", "label": hf.Labels(LABELS), "url": "string", "date": "string",
+    "predefined_news_category": "string",
+    "annotations": {"annotators": ["string"], "scopes": [{"scope": "string", "choices": ["string"]}]},
+}
+HF_LAYOUT = hf.HfLayout(HF_FEATURES, to_hf, from_hf)

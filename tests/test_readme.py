@@ -1,0 +1,143 @@
+"""Every command in the README works: the guide's commands run here in order, in a scratch directory, with
+a tiny model built on the spot wherever a pretrained model is named and with training cut to a few steps; a
+block the machine cannot run (network, hub, GPUs) says so in a `readme-test: skip` comment that names the test
+exercising it, which must exist. The two commands at the top are run by `test_main_command_*` and `.ci/run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+VENV_BIN = Path(sys.executable).parent
+SKIP = re.compile(r"<!-- readme-test: skip, (?P<reason>.*?); (?P<test>tests/\S+) .*-->")
+PRETRAINED = ("klue/roberta-base", "klue/roberta-large")
+# A few optimizer steps on short inputs: the commands' plumbing, not a model's quality.
+QUICK = ("max_steps=2", "batch_size=8", "max_len=64", "evals_per_epoch=0", "progress=false")
+SUBSTITUTIONS = {"--max-steps 10000": "--max-steps 3", "--config small": "--config tiny",
+                 "--seeds 1,2 ": "--seeds 1 "}  # one seed: the seeds option is exercised by the benchmark tests
+
+
+@dataclass(frozen=True)
+class Block:
+    heading: str
+    commands: list[str]
+    skip: re.Match[str] | None
+
+
+def readme_blocks() -> list[Block]:
+    blocks, heading, skip = [], "", None
+    lines = README.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            heading = line.lstrip("# ").strip()
+        elif line.startswith("<!-- readme-test"):
+            skip = SKIP.match(line)
+            assert skip is not None, f"README line {i + 1}: a readme-test comment names its reason and test: {line}"
+        elif line.startswith("```bash"):
+            end = lines.index("```", i + 1)
+            blocks.append(Block(heading, [c for c in lines[i + 1:end] if c.strip()], skip))
+            skip, i = None, end
+        elif line.strip():
+            skip = None  # a comment applies to the block right after it only
+        i += 1
+    return blocks
+
+
+def guide_blocks() -> list[Block]:
+    return [b for b in readme_blocks() if b.heading != "klue"]
+
+
+def test_the_two_commands_come_first_and_ci_runs_the_test_one() -> None:
+    top = [b for b in readme_blocks() if b.heading == "klue"]
+    assert [b.commands for b in top] == [["bash scripts/quickstart.sh"], ["bash scripts/test.sh"]]
+    assert "bash scripts/test.sh" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_every_skipped_block_names_a_test_that_exists() -> None:
+    skipped = [b for b in guide_blocks() if b.skip]
+    assert skipped, "the guide has commands this machine cannot run; they must say where they are tested"
+    for block in skipped:
+        assert block.skip is not None
+        assert (REPO / block.skip.group("test")).is_file(), block.skip.group(0)
+
+
+def adapt(command: str, tiny_model: Path) -> list[str]:
+    """The README command as run here: variables expanded, a tiny model for a pretrained one, a few steps."""
+    for long, short in SUBSTITUTIONS.items():
+        command = command.replace(long, short)
+    words = [os.path.expandvars(w) for w in shlex.split(command)]
+    words = [str(tiny_model) if w in PRETRAINED else w for w in words]
+    if words[:2] == ["klue", "train"] and words[words.index("--model") + 1] != "classic":
+        words += QUICK
+    if words[:2] == ["klue", "benchmark"]:
+        words += [part for setting in QUICK for part in ("--override", setting)]
+    return words
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path, shared_data_dir: Path) -> Path:
+    """The directory the guide runs in: a corpus.txt of real Korean text with personal information in it, and
+    the KorSTS files under korsts/ as a user who downloaded them would have them."""
+    root = tmp_path_factory.mktemp("readme")
+    pairs = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))
+    texts = list(dict.fromkeys(p["premise"] for p in pairs))
+    texts += ["김민수 씨의 연락처는 010-1234-5678이고 메일은 minsu.kim@example.com 입니다."] * 3
+    (root / "corpus.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    (root / "korsts").symlink_to(shared_data_dir / "korean" / "korsts")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> Path:
+    from klue.models.tiny import make_tiny_model_dir
+
+    pairs = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))
+    texts = [p[k] for p in pairs[:400] for k in ("premise", "hypothesis")]
+    return make_tiny_model_dir(tmp_path_factory.mktemp("tiny"), "bert", texts, vocab_size=800, max_len=128)
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_guide_runs_in_order(scratch: Path, tiny_model: Path, klue_data_dir: Path,
+                                 shared_data_dir: Path) -> None:
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           "KLUE_DATA_DIR": str(klue_data_dir), "KLUE_EXTRA_DATA_DIR": str(shared_data_dir),
+           "OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}
+    os.environ.setdefault("KLUE_DATA_DIR", str(klue_data_dir))  # for expandvars in adapt()
+    ran = 0
+    for block in guide_blocks():
+        if block.skip:
+            continue
+        for command in block.commands:
+            words = adapt(command, tiny_model)
+            done = subprocess.run(words, cwd=scratch, env=env, capture_output=True, text=True, timeout=600,
+                                  check=False)
+            assert done.returncode == 0, f"README ({block.heading}): {command}\n{done.stderr[-4000:]}"
+            ran += 1
+    assert ran >= 12
+    assert (scratch / "runs" / "bench" / "report.html").is_file()
+    assert json.loads((scratch / "runs" / "korsts" / "results.json").read_text(encoding="utf-8"))["protocol"] == "files"
+    assert "010-1234-5678" not in (scratch / "clean" / "corpus.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.realdata
+def test_main_command_runs_the_quickstart(klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "KLUE_DATA_DIR": str(klue_data_dir), "KLUE_EXTRA_DATA_DIR": str(shared_data_dir)}
+    done = subprocess.run(["bash", "scripts/quickstart.sh", "--tasks", "nli", "--out", str(tmp_path / "q")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "q" / "report.html").is_file()
+    results = json.loads((tmp_path / "q" / "nli" / "classic" / "seed1" / "results.json").read_text(encoding="utf-8"))
+    assert results["status"] == "ok" and results["model"] == "classic"

@@ -73,12 +73,14 @@ def test_every_skipped_block_names_a_test_that_exists() -> None:
         assert (REPO / block.skip.group("test")).is_file(), block.skip.group(0)
 
 
-def adapt(command: str, tiny_model: Path) -> list[str]:
-    """The README command as run here: variables expanded, a tiny model for a pretrained one, a few steps."""
+def adapt(command: str, tiny_model: Path, tiny_llama: Path) -> list[str]:
+    """The README command as run here: variables expanded, a tiny model for a pretrained one (a tiny Llama
+    for an `hf:` LLM), a few steps."""
     for long, short in SUBSTITUTIONS.items():
         command = command.replace(long, short)
     words = [os.path.expandvars(w) for w in shlex.split(command)]
-    words = [str(tiny_model) if w in PRETRAINED else w for w in words]
+    words = [str(tiny_model) if w in PRETRAINED else f"hf:{tiny_llama}" if w.startswith("hf:") else w
+             for w in words]
     if words[:2] == ["klue", "train"] and words[words.index("--model") + 1] != "classic":
         words += QUICK
     if words[:2] == ["klue", "benchmark"]:
@@ -108,9 +110,17 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) ->
     return make_tiny_model_dir(tmp_path_factory.mktemp("tiny"), "bert", texts, vocab_size=800, max_len=128)
 
 
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> Path:
+    from klue.models.tiny import make_tiny_llama_dir
+
+    pairs = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))
+    return make_tiny_llama_dir(tmp_path_factory.mktemp("llama"), [p["premise"] for p in pairs[:300]])
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
-def test_the_guide_runs_in_order(scratch: Path, tiny_model: Path, klue_data_dir: Path,
+def test_the_guide_runs_in_order(scratch: Path, tiny_model: Path, tiny_llama: Path, klue_data_dir: Path,
                                  shared_data_dir: Path) -> None:
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "KLUE_DATA_DIR": str(klue_data_dir), "KLUE_EXTRA_DATA_DIR": str(shared_data_dir),
@@ -121,7 +131,7 @@ def test_the_guide_runs_in_order(scratch: Path, tiny_model: Path, klue_data_dir:
         if block.skip:
             continue
         for command in block.commands:
-            words = adapt(command, tiny_model)
+            words = adapt(command, tiny_model, tiny_llama)
             done = subprocess.run(words, cwd=scratch, env=env, capture_output=True, text=True, timeout=600,
                                   check=False)
             assert done.returncode == 0, f"README ({block.heading}): {command}\n{done.stderr[-4000:]}"

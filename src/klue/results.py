@@ -12,7 +12,9 @@ Version history
   measured about itself (best step, device, parameter count, ...) moved out of `hyperparameters` into a
   typed `training` summary; typed learning-curve points (`step`, `epoch`, `loss`, `learning_rate`,
   `examples_per_s`, `selection`: metric -> score). Version 1 files are read and upgraded.
-  Later, within version 2: `data_sources[].sha256` (optional, null where unknown); files without it read.
+  Later, within version 2: `data_sources[].sha256` (optional, null where unknown); files without it read;
+  `partial` (a `--limit` run: scored on part of the evaluation set, never ranked) and `llm` (what a
+  prompted-LM run recorded about itself), both optional.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ STATUSES = ("ok", "failed")
 # Results.model_family values of the producers in this package (`model` is "classic" for the baselines too).
 CLASSIC = "classic"
 ENCODER = "encoder"
+LLM = "llm"
 # The files of a run directory (a benchmark cell, a `klue train --output`), named once.
 RESULTS_FILE = "results.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -98,6 +101,27 @@ class TrainingSummary:
 
 
 @dataclass
+class LlmSummary:
+    """What a prompted-LM run recorded about itself (klue.llm.run)."""
+
+    backend: str  # "hf" (in process) or "openai" (HTTP)
+    model_fingerprint: str  # HF commit or weight-file hash, or the server's model id
+    mode: str  # "loglik" or "generate" (as run, after `auto` chose)
+    form: str  # "completion" or "chat"
+    shots: int
+    prompt_version: str
+    capabilities: dict[str, Any] = field(default_factory=dict)  # the backend's probe
+    usage: dict[str, int] = field(default_factory=dict)  # requests asked of the model, tokens, cache hits
+    n_parse_failures: int = 0  # generated answers that did not parse (scored as wrong, never dropped)
+    parse_failure_rate: float = 0.0  # of the evaluated examples, 0-1
+    n_constrained: int = 0  # generated answers the backend constrained (grammar / JSON schema)
+    limit: int | None = None  # --limit: the first N evaluation examples only
+    outputs_file: str | None = None  # prompts, raw answers and parses per example, beside the predictions
+    notes: list[str] = field(default_factory=list)
+    not_applicable: list[str] = field(default_factory=list)  # metrics left out of `scores` in this mode
+
+
+@dataclass
 class Results:
     task: str
     task_version: str
@@ -126,6 +150,8 @@ class Results:
     train_examples_per_s: float | None = None
     eval_examples_per_s: float | None = None
     predictions_file: str | None = None  # relative to the results file
+    partial: bool = False  # scored on part of the evaluation set (--limit): never ranked as a whole-set score
+    llm: LlmSummary | None = None  # prompted-LM runs only
     library_versions: dict[str, str] = field(default_factory=dict)
     git_revision: str | None = None
     created_at: str = ""
@@ -210,6 +236,8 @@ def _typed_parts(obj: dict[str, Any]) -> dict[str, Any]:
     out["learning_curve"] = [CurvePoint.from_json(p) for p in obj.get("learning_curve") or []]
     if obj.get("training") is not None:
         out["training"] = TrainingSummary(**obj["training"])
+    if obj.get("llm") is not None:
+        out["llm"] = LlmSummary(**obj["llm"])
     return out
 
 

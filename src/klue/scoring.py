@@ -27,6 +27,7 @@ from klue.results import (
     PREDICTIONS_FILE,
     RESULTS_FILE,
     CurvePoint,
+    LlmSummary,
     Results,
     TrainingSummary,
     metric_fields,
@@ -215,6 +216,8 @@ class ProducerReport:
     train_time_s: float = 0.0
     train_examples_per_s: float | None = None
     eval_examples_per_s: float | None = None
+    partial: bool = False  # evaluated on part of the evaluation set only (--limit)
+    llm: LlmSummary | None = None
 
 
 def provenance() -> dict[str, Any]:
@@ -238,7 +241,11 @@ def judge(task: Task[Any, Any], data: ProtocolData[Any], run_dir: Path, mode: Me
         hyperparameters=dict(producer.hyperparameters), training=producer.training,
         learning_curve=list(producer.learning_curve), train_time_s=producer.train_time_s,
         train_examples_per_s=producer.train_examples_per_s, eval_examples_per_s=producer.eval_examples_per_s,
-        predictions_file=PREDICTIONS_FILE, **provenance())
+        predictions_file=PREDICTIONS_FILE, partial=producer.partial, llm=producer.llm, **provenance())
+    if producer.llm is not None and producer.llm.not_applicable:  # a metric the mode cannot measure
+        for name in producer.llm.not_applicable:
+            results.scores.pop(name, None)
+            results.metric_versions.pop(name, None)
     results.wall_time_s = time.perf_counter() - producer.started
     if write:
         write_results(run_dir / RESULTS_FILE, results)

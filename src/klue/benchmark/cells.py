@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from klue.errors import DataError
 from klue.io.locate import DataRoots
 from klue.protocols import ProtocolData
-from klue.results import CLASSIC, ENCODER, PREDICTIONS_FILE, Results
+from klue.results import CLASSIC, ENCODER, LLM, PREDICTIONS_FILE, Results
 from klue.tasks.base import Task
 
 LOG_FILE = "log.txt"
@@ -114,8 +114,13 @@ def model_slug(model: str) -> str:
     return slug
 
 
+def is_llm(model: str) -> bool:
+    """`hf:...` and `openai:...` name prompted LMs (klue.llm.spec); anything else but `classic` an encoder."""
+    return model.startswith(("hf:", "openai:"))
+
+
 def family_name(model: str) -> str:
-    return CLASSIC if model == CLASSIC else ENCODER
+    return CLASSIC if model == CLASSIC else LLM if is_llm(model) else ENCODER
 
 
 def classic_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
@@ -138,8 +143,34 @@ def encoder_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData
     return run(task, model, protocol_data, seed, out_dir, dict(overrides), mode=mode)
 
 
+LLM_OPTIONS = ("mode", "form", "shots", "limit", "constrained", "concurrency", "timeout_s", "api_key_env",
+               "batch_size", "cpu", "progress")
+
+
+def llm_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
+               out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
+    """A prompted LM (`hf:` in process, `openai:` over HTTP); `overrides` are the `klue llm` options."""
+    try:
+        from klue.llm.run import LlmSettings, run
+        from klue.llm.spec import open_backend, parse_spec
+    except ImportError as error:
+        raise ModelFamilyUnavailable(f"LLM evaluation is not available ({error}); install klue[train,llm]") from None
+    unknown = sorted(set(overrides) - set(LLM_OPTIONS))
+    if unknown:
+        raise ValueError(f"LLM cells take only {', '.join(LLM_OPTIONS)}, not {', '.join(unknown)}")
+    options = dict(overrides)
+    backend = open_backend(parse_spec(model), concurrency=int(options.pop("concurrency", 4)),
+                           timeout_s=float(options.pop("timeout_s", 120.0)),
+                           api_key_env=options.pop("api_key_env", "OPENAI_API_KEY"),
+                           cpu=bool(options.pop("cpu", False)), batch_size=int(options.pop("batch_size", 8)))
+    try:
+        return run(task, model, protocol_data, seed, out_dir, mode, LlmSettings(**options), backend=backend)
+    finally:
+        backend.close()
+
+
 def family_for(model: str) -> ModelFamily:
-    return classic_family if model == CLASSIC else encoder_family
+    return classic_family if model == CLASSIC else llm_family if is_llm(model) else encoder_family
 
 
 def data_roots(spec: CellSpec) -> DataRoots:

@@ -130,3 +130,47 @@ def make_tiny_model_dir(out: str | Path, arch: Arch = "bert", texts: Iterable[st
     fast.save_pretrained(str(out))
     config.save_pretrained(str(out))
     return out
+
+
+# A minimal chat template (Jinja, as transformers reads it): role headers and an assistant cue.
+TINY_CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+                      "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+
+
+def make_tiny_llama_dir(out: str | Path, texts: Iterable[str], vocab_size: int = 600, hidden_size: int = 64,
+                        layers: int = 2, heads: int = 2, max_len: int = 4096, seed: int = 0) -> Path:
+    """A tiny random-weight Llama causal LM with a byte-level BPE tokenizer trained on `texts` (so Hangul
+    never falls out of the vocabulary) and a chat template, saved as a loadable model directory: what
+    `hf:DIR` specs name in tests. Random weights: the pipeline is exercised, not a model's skill."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    texts = list(texts)
+    if not texts:
+        raise ValueError("make_tiny_llama_dir needs texts to train its tokenizer on")
+    specials = ["<unk>", "<s>", "</s>"]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.normalizer = normalizers.NFC()
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    from tokenizers import processors
+
+    bpe.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bpe.token_to_id("<s>"))])
+    fast = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="</s>", model_max_length=max_len)
+    fast.chat_template = TINY_CHAT_TEMPLATE
+    config = AutoConfig.for_model("llama", vocab_size=len(fast), hidden_size=hidden_size, intermediate_size=hidden_size * 2,
+                                  num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+                                  max_position_embeddings=max_len, bos_token_id=fast.bos_token_id,
+                                  eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id,
+                                  tie_word_embeddings=False)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    fast.save_pretrained(str(out))
+    return out

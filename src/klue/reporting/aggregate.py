@@ -140,6 +140,11 @@ class Row:
     def ok(self) -> bool:
         return bool(self.runs)
 
+    @property
+    def partial(self) -> bool:
+        """Some run scored only part of the evaluation set (`klue llm --limit`)."""
+        return any(r.partial for _, r in self.runs)
+
     def metric(self, name: str) -> Stat | None:
         values = [r.scores[name] for _, r in self.runs if name in r.scores]
         return Stat.of(values) if values else None
@@ -208,7 +213,8 @@ class Entry:
 
     @property
     def complete(self) -> bool:
-        return self.n_scored == self.n_tasks
+        """Every task scored on its whole evaluation set: a `--limit` row never makes a ranked score."""
+        return self.n_scored == self.n_tasks and not any(row.partial for row in self.rows.values())
 
     @property
     def official(self) -> bool:

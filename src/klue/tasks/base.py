@@ -185,6 +185,8 @@ class Task(Generic[RecordT, PredictionT]):
     hf: str | None = ".records:HF_LAYOUT"
     adapter: str | None = None  # lazy: "module:factory" of the fine-tuning adapter (torch)
     baseline: str | None = None  # lazy: "module:factory(seed)" of the CPU baseline (sklearn, crfsuite)
+    # lazy: "module:factory" of the task's prompts for LLMs (klue.tasks.prompting.TaskPrompts)
+    prompts: str | None = ".prompts:make_prompts"
 
     def file(self, role: FileRole) -> OfficialFile | None:
         return next((f for f in self.files if f.role == role), None)
@@ -226,6 +228,18 @@ class Task(Generic[RecordT, PredictionT]):
         if self.adapter is None:
             raise DataError(f"task {self.name!r} has no fine-tuning adapter")
         return resolve_ref(self.package, self.adapter)(self)
+
+    def make_prompts(self, roots: Any = None) -> Any:
+        """The task's `klue.tasks.prompting.TaskPrompts`, made by `make_prompts(roots)` (the data roots, for
+        a task whose prompts need a resource file: the WoS ontology); DataError when the task has none."""
+        if self.prompts is None:
+            raise DataError(f"task {self.name!r} has no LLM prompts")
+        try:
+            return resolve_ref(self.package, self.prompts)(roots)
+        except ModuleNotFoundError as error:
+            if error.name and error.name.endswith(".prompts"):
+                raise DataError(f"task {self.name!r} has no LLM prompts yet ({self.package}.prompts)") from None
+            raise
 
     def make_baseline(self, seed: int) -> Baseline:
         """The CPU baseline for `seed`; DataError when the task has none."""

@@ -1,0 +1,98 @@
+"""`klue llm`: prompted generative LMs on the KLUE tasks with the official metrics, as a benchmark directory
+that `klue report` reads beside fine-tuned encoders and baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from klue.cli._common import (
+    EvalFile,
+    EvalFormat,
+    EvalFraction,
+    SelectionFile,
+    SelectionFormat,
+    TrainFile,
+    TrainFormat,
+    files_choice,
+    metric_mode,
+    stderr,
+)
+from klue.errors import DataError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("llm")(llm_command)
+
+
+def llm_command(
+    model: Annotated[list[str], typer.Option(
+        "--model", "-m", help="hf:NAME_OR_DIR (a transformers causal LM in this process) or "
+        "openai:MODEL@BASE_URL (any OpenAI-compatible server: vLLM, llama.cpp, SGLang, a hosted API). Repeat "
+        "for several.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Benchmark directory (resumable; `klue report` "
+                                      "reads it).", show_default=False)],
+    tasks: Annotated[str, typer.Option(help="`all` or comma-separated task names.")] = "all",
+    shots: Annotated[int, typer.Option(help="Few-shot examples per prompt, drawn from the protocol's training "
+                                       "part with the seed (never from the evaluation part).")] = 0,
+    mode: Annotated[str, typer.Option(help="auto (log-likelihood over the choices where the task and the "
+                                      "backend allow it, else generate and parse), loglik or generate.")] = "auto",
+    form: Annotated[str, typer.Option(help="completion (a plain prompt; base models) or chat (the model's chat "
+                                      "template or the server's chat endpoint).")] = "completion",
+    limit: Annotated[int | None, typer.Option(help="Only the first N evaluation examples: a partial score, "
+                                              "marked so and never ranked.", show_default=False)] = None,
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds (they change the few-shot draw).")] = "1",
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once (HTTP backends).")] = 4,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 120.0,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key of an HTTP "
+                                             "backend (never written to any output).")] = "OPENAI_API_KEY",
+    batch_size: Annotated[int, typer.Option(help="Sequences per forward pass (in-process backend).")] = 8,
+    protocol: Annotated[str, typer.Option(help="auto, official, heldout, hf or local:<name>; the training part "
+                                          "only supplies few-shot examples.")] = "auto",
+    unconstrained: Annotated[bool, typer.Option("--unconstrained", help="Never ask the backend for "
+                                                "constrained decoding (grammar / JSON schema).")] = False,
+    metric: Annotated[str, typer.Option("--metric-mode", help="official or corrected metrics.")] = "official",
+    data_dir: Annotated[str | None, typer.Option(help="Official KLUE layout (else KLUE_DATA_DIR, else the "
+                                                 "cache).")] = None,
+    extra_data_dir: Annotated[str | None, typer.Option(help="klue-partial/, klue-derived/, korean/ (else "
+                                                       "KLUE_EXTRA_DATA_DIR).")] = None,
+    jobs: Annotated[int, typer.Option(help="Cells at a time, each in its own process (0: in this process).")] = 1,
+    train_file: TrainFile = None,
+    eval_file: EvalFile = None,
+    selection_file: SelectionFile = None,
+    train_format: TrainFormat = None,
+    eval_format: EvalFormat = None,
+    selection_format: SelectionFormat = None,
+    eval_fraction: EvalFraction = None,
+) -> None:
+    """Evaluate prompted LMs on KLUE tasks with the official metrics.
+
+    Korean prompts from each task's package (versioned), log-likelihood over the label words or generation
+    parsed into the task's prediction format; unparsable answers are scored as wrong and counted. Requests
+    are cached (OUT/<task>/<model>/seed<k>/llm_cache.sqlite): run the same command again to resume without
+    asking the model twice. Then `klue report OUT`.
+    """
+    from klue.benchmark.runner import BenchmarkPlan, run_benchmark
+    from klue.cli.benchmark import check_protocol, parse_seeds, print_leaderboard, resolve_tasks
+    from klue.llm.spec import parse_spec
+    from klue.reporting.html import REPORT_FILE
+
+    for spec in model:
+        parse_spec(spec)  # a malformed spec is refused before anything runs
+    if shots < 0 or (limit is not None and limit < 1) or concurrency < 1:
+        raise DataError("--shots must be 0 or more, --limit and --concurrency 1 or more")
+    settings: dict[str, Any] = {"mode": mode, "form": form, "shots": shots, "limit": limit,
+                                "constrained": not unconstrained, "concurrency": concurrency, "timeout_s": timeout,
+                                "api_key_env": api_key_env, "batch_size": batch_size}
+    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
+                         eval_fraction)
+    plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
+                         metric_mode(metric), data_dir, extra_data_dir, tuple(settings.items()), files)
+    summary = run_benchmark(plan, jobs=jobs, console=stderr)
+    print_leaderboard(out)
+    stderr.print(f"{len(summary.outcomes)} cells run, {len(summary.skipped)} already done, {len(summary.failed)} "
+                 f"failed; results in {out}. Report: klue report {out} -o {out / REPORT_FILE}", highlight=False)
+    if summary.failed:
+        raise typer.Exit(1)

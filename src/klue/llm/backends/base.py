@@ -1,0 +1,109 @@
+"""The interface every LLM backend offers the engine, and the plain records that cross it.
+
+Requests are plain values (hashable into the request cache, `klue.llm.cache`); a backend answers a list of
+requests in order, batching or running them concurrently as it can. Log-likelihoods are sums of natural-log
+token probabilities of the continuation given the context, where the continuation starts exactly at the end
+of the context string (a token straddling the boundary is an error, never split silently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from klue.errors import DataError
+
+
+class BackendError(DataError):
+    """The model or server failed in a way a user must hear about (unreachable, refused, a bad answer)."""
+
+
+@dataclass(frozen=True)
+class LoglikRequest:
+    context: str  # the prompt, up to and including the answer cue
+    continuation: str  # the answer to score, usually " " + choice
+
+
+@dataclass(frozen=True)
+class LoglikResult:
+    logprob: float  # sum over the continuation's tokens
+    n_tokens: int  # tokens of the continuation
+    is_greedy: bool | None = None  # whether greedy decoding would give the continuation (None: unknown)
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Greedy generation from a completion `prompt` or chat `messages` (exactly one is given)."""
+
+    prompt: str | None = None
+    messages: tuple[tuple[str, str], ...] | None = None  # (role, content) pairs
+    max_new_tokens: int = 32
+    stop: tuple[str, ...] = ()
+    json_schema: str | None = None  # a JSON schema, serialised (sorted keys), for constrained decoding
+    choices: tuple[str, ...] | None = None  # a closed set of whole answers, for constrained decoding
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("a GenerateRequest has a prompt or messages, exactly one")
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    text: str  # the generated text, stops removed
+    n_prompt_tokens: int | None = None
+    n_tokens: int | None = None
+    constrained: bool = False  # whether a constraint was applied by the backend
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, probed at start and recorded in results.json."""
+
+    loglik: bool  # continuation log-likelihoods (in process; HTTP: echo + prompt logprobs)
+    completion: bool = True  # raw-prompt generation
+    chat: bool = False  # chat messages (a chat template / the chat endpoint)
+    json_schema: bool = False  # constrained generation by a JSON schema
+    choices: bool = False  # constrained generation to one of a closed set of strings
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"loglik": self.loglik, "completion": self.completion, "chat": self.chat,
+                "json_schema": self.json_schema, "choices": self.choices, "notes": list(self.notes)}
+
+
+@dataclass
+class Usage:
+    """Counts a backend keeps: requests asked of the model (cache hits excluded) and tokens."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, int]:
+        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cache_hits": self.cache_hits, **self.extra}
+
+
+class Backend(Protocol):
+    name: str  # "hf" or "openai"
+    model: str  # as the user named it (no secret)
+    fingerprint: str  # what the weights are: HF commit or file hash, or the server's model id
+    capabilities: Capabilities
+    usage: Usage
+
+    def loglik(self, requests: Sequence[LoglikRequest]) -> list[LoglikResult]: ...
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
+
+    def close(self) -> None: ...
+
+
+def schema_text(schema: Mapping[str, Any] | None) -> str | None:
+    """A JSON schema as the stable string a request carries."""
+    import json
+
+    return None if schema is None else json.dumps(schema, sort_keys=True, ensure_ascii=False)

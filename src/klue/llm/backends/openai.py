@@ -1,0 +1,711 @@
+"""The HTTP backend: any OpenAI-compatible server (vLLM, llama-cpp-python, SGLang, a hosted API).
+
+- Log-likelihoods come from `/v1/completions` with `echo` and prompt log-probs on the prompt context +
+  continuation. No local tokenizer is needed: the continuation starts at the first token whose
+  `logprobs.text_offset` is at or past the end of the context, after measuring the shift some servers add
+  (a SentencePiece dummy-prefix space, a BOS string). A token that starts inside the context and ends inside
+  the continuation is an error naming the request, never a silent split.
+- Generation is greedy (temperature 0) through `/v1/completions` (a prompt) or `/v1/chat/completions`
+  (messages), constrained where the server offers it: llama-cpp-python's GBNF `grammar` and chat
+  `response_format: {"type": "json_object", "schema": ...}`, vLLM's `structured_outputs`. A capability
+  probe at start says which; a request the server cannot constrain is answered unconstrained and marked so.
+- One prompt per HTTP request (llama-cpp-python refuses a list of prompts), at most `concurrency` in flight,
+  retried only when a retry can help: connection errors, HTTP 429 and 502-504.
+
+The API key is read from the environment variable `api_key_env` and sent only as a Bearer header; it is in
+no repr, log line or error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import os
+import ssl
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from klue.llm.backends.base import (
+    BackendError,
+    Capabilities,
+    GenerateRequest,
+    GenerateResult,
+    LoglikRequest,
+    LoglikResult,
+    Usage,
+)
+
+T = TypeVar("T")
+ResultSink = Callable[[int, Any, Mapping[str, Any] | None], None]  # (request index, result, raw answer)
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})  # 500 is not here: llama-cpp-python gives it for bad requests
+# Transport failures a retry can cure: nothing answered, or the connection broke before the answer came.
+RETRY_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError,
+                                             httpx.WriteError, httpx.RemoteProtocolError, httpx.PoolTimeout)
+MAX_RETRY_AFTER_S = 30.0  # a server asking for a longer pause is treated as refusing
+GREEDY_TOLERANCE = 1e-6  # log-prob ties between the chosen and the top token count as greedy
+
+# Constraint dialects, as the probe finds them.
+GBNF = "gbnf"  # llama-cpp-python: body["grammar"]
+STRUCTURED = "structured_outputs"  # vLLM >= 0.12: body["structured_outputs"]
+RESPONSE_FORMAT = "response_format"  # llama-cpp-python chat: {"type": "json_object", "schema": ...}
+
+PROBE_PROMPT = "안녕하세요. 반갑습니다"  # Korean, so multi-byte offsets are exercised from the start
+PROBE_CHOICE = "zq"  # an answer no unconstrained model gives by chance
+PROBE_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"zq": {"type": "string", "enum": ["a"]}},
+                                "required": ["zq"], "additionalProperties": False}
+
+
+class ServerUnreachable(BackendError):
+    """No connection to the server after every attempt (the probe stops at it; a missing feature does not)."""
+
+
+class _Secret:
+    """Holds the API key so that no repr, traceback local or f-string shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str | None) -> None:
+        self._value = value
+
+    def reveal(self) -> str | None:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>" if self._value else "<none>"
+
+    __str__ = __repr__
+
+
+def api_root(base_url: str) -> str:
+    """`http://h:8000` -> `http://h:8000/v1`; a URL with a path (`.../v1`, a proxy prefix) is kept as given."""
+    url = base_url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BackendError(f"base URL {base_url!r}: use http://HOST:PORT/v1 (or https://...)")
+    return url if parts.path not in ("", "/") else url + "/v1"
+
+
+def gbnf_choices(choices: Sequence[str]) -> str:
+    """A GBNF grammar whose only sentences are `choices`."""
+    if not choices:
+        raise BackendError("a constrained request needs at least one choice")
+    return "root ::= " + " | ".join(_gbnf_literal(c) for c in choices)
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in escaped:
+            out.append(escaped[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:  # other control characters: GBNF's hex escape
+            out.append(f"\\x{ord(char):02X}")
+        else:
+            out.append(char)  # GBNF literals take UTF-8 as is, Hangul included
+    return '"' + "".join(out) + '"'
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Finding the continuation in an echoed prompt
+
+
+@dataclass(frozen=True)
+class Echo:
+    """The prompt part of an echo + logprobs answer: one entry per prompt token (generated tokens removed)."""
+
+    tokens: list[str]
+    offsets: list[int]
+    logprobs: list[float | None]
+    top: list[dict[str, float] | None] | None
+    end: int | None  # where the prompt ends in the offsets' coordinates (the first generated token's offset)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The continuation's tokens in an Echo: `first` to the end of the prompt."""
+
+    first: int
+    shift: int  # how far the server's offsets sit from the prompt string's own indices
+    boundary: int  # len(context) + shift
+
+
+def _field(data: Any, path: str) -> Any:
+    """`choices.0.logprobs` out of a JSON answer, or BackendError naming the missing field."""
+    value = data
+    for key in path.split("."):
+        try:
+            value = value[int(key)] if isinstance(value, list) else value[key]
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise BackendError(f"the answer has no {path}") from None
+    return value
+
+
+def parse_echo(answer: Mapping[str, Any], prompt: str) -> Echo:
+    """The prompt tokens of a `/v1/completions` answer to `echo: true, logprobs: N, max_tokens: 1`."""
+    choice = _field(answer, "choices.0")
+    logprobs = _field(choice, "logprobs") if isinstance(choice, dict) else None
+    if not isinstance(logprobs, dict):
+        raise BackendError("the answer has no prompt log-probs (choices[0].logprobs): the server ignores echo")
+    tokens, offsets, values = (_field(logprobs, k) for k in ("tokens", "text_offset", "token_logprobs"))
+    top = logprobs.get("top_logprobs")
+    if not (isinstance(tokens, list) and isinstance(offsets, list) and isinstance(values, list)
+            and len(tokens) == len(offsets) == len(values)):
+        raise BackendError("the answer's logprobs.tokens, text_offset and token_logprobs differ in length")
+    if not all(isinstance(o, int) for o in offsets) or any(b < a for a, b in itertools.pairwise(offsets)):
+        raise BackendError("the answer's logprobs.text_offset is not a non-decreasing list of integers")
+    n_generated = _generated_count(answer, tokens, offsets, prompt)
+    n = len(tokens) - n_generated
+    end = offsets[n] if n_generated else _end_from_last_token(tokens[:n], offsets[:n])
+    tops = top[:n] if isinstance(top, list) and len(top) == len(tokens) else None
+    return Echo([str(t) for t in tokens[:n]], offsets[:n], values[:n], tops, end)
+
+
+def _generated_count(answer: Mapping[str, Any], tokens: list[Any], offsets: list[int], prompt: str) -> int:
+    """How many of the echoed tokens were generated. Not always one for max_tokens 1: llama-cpp-python goes
+    on until the generated bytes make whole UTF-8 characters, and says how far in usage.completion_tokens."""
+    usage = answer.get("usage")
+    reported = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    if isinstance(reported, int) and not isinstance(reported, bool):
+        return max(0, min(reported, len(tokens) - 1))
+    # No usage: generated tokens start at or past the prompt's end, which the first token's shift locates.
+    end = len(prompt) + _shift_from_first_token(str(tokens[0]) if tokens else "", offsets[0] if offsets else 0, prompt)
+    return min(sum(1 for o in offsets if o >= end), max(len(tokens) - 1, 0))
+
+
+def _end_from_last_token(tokens: list[str], offsets: list[int]) -> int | None:
+    """The prompt's end when nothing was generated: the last token's offset plus its text, if its text is
+    whole (byte tokens come back as '' and partial characters as U+FFFD, which say nothing of length)."""
+    if not tokens or not tokens[-1] or "\ufffd" in tokens[-1]:
+        return None
+    return offsets[-1] + len(tokens[-1])
+
+
+def measure_shift(echo: Echo, prompt: str) -> int:
+    """Offsets minus string indices. The prompt's end says it exactly when known; else the first token:
+    the part of its text the prompt does not start with (a dummy-prefix space, "<s>") is the shift."""
+    if echo.end is not None:
+        shift = echo.end - len(prompt)
+    else:
+        shift = _shift_from_first_token(echo.tokens[0] if echo.tokens else "", echo.offsets[0] if echo.offsets
+                                        else 0, prompt)
+    if shift < 0:
+        raise BackendError(f"the server's token offsets end {-shift} characters before the prompt does: "
+                           "was the prompt truncated to fit the model's context?")
+    return shift
+
+
+def _shift_from_first_token(first: str, offset: int, prompt: str) -> int:
+    """The leading part of the first token's text that the prompt does not start with ("▁" shown as " ",
+    "<s>"), plus that token's own offset."""
+    return offset + next(s for s in range(len(first) + 1) if prompt.startswith(first[s:]))
+
+
+def continuation_span(echo: Echo, context: str, prompt: str) -> Span:
+    """Where the continuation's tokens start; BackendError when a token straddles the boundary."""
+    shift = measure_shift(echo, prompt)
+    boundary = len(context) + shift
+    first = next((i for i, o in enumerate(echo.offsets) if o >= boundary), len(echo.offsets))
+    ends_past = first == len(echo.offsets) and (echo.end is None or echo.end > boundary)
+    if first == len(echo.offsets) and not ends_past:
+        raise BackendError("the continuation is empty: there is nothing to score")
+    if ends_past or echo.offsets[first] > boundary:
+        token = echo.tokens[first - 1] if first > 0 else ""
+        raise BackendError(f"the token {token!r} spans the end of the context and the start of the "
+                           "continuation: end the context where a token ends (e.g. put the space that "
+                           "precedes the answer into the continuation)")
+    return Span(first, shift, boundary)
+
+
+def _is_greedy(echo: Echo, first: int) -> bool | None:
+    """Whether each continuation token was the top token. llama-cpp-python keys top_logprobs by token text,
+    so two byte tokens ('' both) collide: such a position is unknown rather than guessed."""
+    if echo.top is None:
+        return None
+    verdict: bool | None = True
+    for i in range(first, len(echo.tokens)):
+        top, chosen = echo.top[i], echo.logprobs[i]
+        if not isinstance(top, dict) or not top or chosen is None:
+            return None
+        others = [v for k, v in top.items() if k != echo.tokens[i]]
+        if others and max(others) > chosen + GREEDY_TOLERANCE:
+            return False
+        if not others and not echo.tokens[i]:
+            verdict = None  # a lone '' key: the top token may have been another byte token
+    return verdict
+
+
+def loglik_from_answer(answer: Mapping[str, Any], request: LoglikRequest) -> tuple[LoglikResult, dict[str, Any]]:
+    """The continuation's log-likelihood out of an echo answer, and the part of the answer worth keeping."""
+    prompt = request.context + request.continuation
+    echo = parse_echo(answer, prompt)
+    span = continuation_span(echo, request.context, prompt)
+    values = echo.logprobs[span.first:]
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) for v in values):
+        why = "the context is empty (the first token has none)" if span.first == 0 else "the server gave none"
+        raise BackendError(f"a continuation token has no finite log-probability: {why}")
+    result = LoglikResult(float(sum(values)), len(values), _is_greedy(echo, span.first))
+    kept = {"model": answer.get("model"), "shift": span.shift, "boundary": span.boundary,
+            "tokens": echo.tokens[span.first:], "text_offset": echo.offsets[span.first:],
+            "token_logprobs": values, "top_logprobs": echo.top[span.first:] if echo.top else None,
+            "usage": answer.get("usage")}
+    return result, kept
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The backend
+
+
+@dataclass(frozen=True)
+class Dialects:
+    """How this server takes constraints (None: it does not)."""
+
+    choices: str | None = None  # GBNF or STRUCTURED
+    json_schema: str | None = None  # RESPONSE_FORMAT (chat only) or STRUCTURED
+
+
+@dataclass
+class _Batch:
+    """One sync call's event-loop state: the client, the concurrency bound and retry counts."""
+
+    client: httpx.AsyncClient
+    semaphore: asyncio.Semaphore
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class OpenAIBackend:
+    """`Backend` over an OpenAI-compatible HTTP server; probes the server on construction."""
+
+    name = "openai"
+    streams_results = True  # loglik/generate take `on_result`, so a cache can store answers as they arrive
+
+    def __init__(self, model: str, base_url: str, *, api_key_env: str | None = "OPENAI_API_KEY",
+                 concurrency: int = 4, timeout_s: float = 120.0, deadline_s: float | None = None,
+                 max_attempts: int = 4, backoff_s: float = 0.5, probe: bool = True) -> None:
+        if concurrency < 1:
+            raise BackendError(f"concurrency must be at least 1, not {concurrency}")
+        if timeout_s <= 0 or (deadline_s is not None and deadline_s <= 0):
+            raise BackendError("timeout_s and deadline_s must be positive")
+        self.model = model
+        self.base_url = base_url
+        self.root = api_root(base_url)
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+        self._key = _Secret(os.environ.get(api_key_env) if api_key_env else None)
+        self._api_key_env = api_key_env
+        self._ssl: ssl.SSLContext | None = None
+        self._deadline = None if deadline_s is None else time.monotonic() + deadline_s
+        self.usage = Usage()
+        self.fingerprint = model
+        self.dialects = Dialects()
+        self.capabilities = Capabilities(loglik=False, completion=False)
+        if probe:
+            self.fingerprint, self.capabilities, self.dialects = self._run(self._probe())
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    # -- the Backend interface ------------------------------------------------------------------------------
+
+    def loglik(self, requests: Sequence[LoglikRequest], on_result: ResultSink | None = None) -> list[LoglikResult]:
+        """Continuation log-likelihoods in request order; `on_result(i, result, raw)` as each arrives."""
+        for i, request in enumerate(requests):
+            if not request.continuation:
+                raise BackendError(f"loglik request {i}: the continuation is empty: there is nothing to score")
+            if not request.context:  # a server gives the prompt's first token no log-prob
+                raise BackendError(f"loglik request {i}: the context is empty: the first token has no "
+                                   "log-probability")
+        jobs = [self._loglik_job(i, r) for i, r in enumerate(requests)]
+        return self._run(self._gather(jobs, on_result))
+
+    def generate(self, requests: Sequence[GenerateRequest],
+                 on_result: ResultSink | None = None) -> list[GenerateResult]:
+        """Greedy generations in request order; `on_result(i, result, raw)` as each arrives."""
+        for i, request in enumerate(requests):
+            if request.max_new_tokens < 1:  # llama-cpp-python reads max_tokens 0 as "until the context is full"
+                raise BackendError(f"generate request {i}: max_new_tokens must be at least 1")
+        jobs = [self._generate_job(i, r) for i, r in enumerate(requests)]
+        return self._run(self._gather(jobs, on_result))
+
+    def close(self) -> None:
+        """Nothing stays open between calls: each call opens and closes its own connection pool."""
+
+    # -- request bodies -------------------------------------------------------------------------------------
+
+    def loglik_body(self, request: LoglikRequest) -> dict[str, Any]:
+        # max_tokens 1, not 0: llama-cpp-python reads 0 as unlimited; the one generated token is dropped.
+        # logprobs 1 gives the top token at each position, which says whether the continuation is greedy.
+        return {"model": self.model, "prompt": request.context + request.continuation, "echo": True,
+                "logprobs": 1, "max_tokens": 1, "temperature": 0}
+
+    def generate_body(self, request: GenerateRequest) -> tuple[str, dict[str, Any], bool]:
+        """(endpoint, body, constrained) for one generation request."""
+        body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_new_tokens, "temperature": 0}
+        chat = request.messages is not None
+        if chat:
+            body["messages"] = [{"role": role, "content": content} for role, content in request.messages or ()]
+        else:
+            body["prompt"] = request.prompt
+        constrained = self._constrain(body, request, chat)
+        # A stop string could cut a constrained choice short; the constraint ends the answer by itself.
+        if request.stop and not (constrained and request.choices):
+            body["stop"] = list(request.stop)
+        return ("/chat/completions" if chat else "/completions"), body, constrained
+
+    def _constrain(self, body: dict[str, Any], request: GenerateRequest, chat: bool) -> bool:
+        if request.choices is not None:
+            if self.dialects.choices == GBNF:
+                body["grammar"] = gbnf_choices(request.choices)
+                return True
+            if self.dialects.choices == STRUCTURED:
+                body["structured_outputs"] = {"choice": list(request.choices)}
+                return True
+            return False
+        if request.json_schema is not None:
+            schema = json.loads(request.json_schema)
+            if self.dialects.json_schema == STRUCTURED:
+                body["structured_outputs"] = {"json": schema}
+                return True
+            if self.dialects.json_schema == RESPONSE_FORMAT and chat:
+                body["response_format"] = {"type": "json_object", "schema": schema}
+                return True
+        return False
+
+    # -- jobs -----------------------------------------------------------------------------------------------
+
+    def _loglik_job(self, index: int, request: LoglikRequest) -> Callable[[_Batch], Awaitable[tuple[Any, Any]]]:
+        async def job(batch: _Batch) -> tuple[LoglikResult, dict[str, Any]]:
+            answer = await self._post(batch, "/completions", self.loglik_body(request), f"loglik request {index}")
+            try:
+                return loglik_from_answer(answer, request)
+            except BackendError as error:
+                raise BackendError(f"{self.root}: loglik request {index} (context ending "
+                                   f"{request.context[-30:]!r}, continuation {request.continuation!r}): "
+                                   f"{error}") from None
+        return job
+
+    def _generate_job(self, index: int, request: GenerateRequest) -> Callable[[_Batch], Awaitable[tuple[Any, Any]]]:
+        endpoint, body, constrained = self.generate_body(request)
+
+        async def job(batch: _Batch) -> tuple[GenerateResult, dict[str, Any]]:
+            answer = await self._post(batch, endpoint, body, f"generate request {index}")
+            try:
+                return _generate_result(answer, chat=request.messages is not None, constrained=constrained), answer
+            except BackendError as error:
+                raise BackendError(f"{self.root}{endpoint}: generate request {index}: {error}") from None
+        return job
+
+    # -- the event loop -------------------------------------------------------------------------------------
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run `coroutine` to the end from sync code, in a thread of its own when a loop already runs here
+        (a notebook), since asyncio.run refuses to nest."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = asyncio.run(coroutine)
+            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+                box["error"] = error
+        thread = threading.Thread(target=target, name="klue-openai")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _client(self) -> httpx.AsyncClient:
+        headers = {"Content-Type": "application/json"}
+        key = self._key.reveal()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        if self._ssl is None:  # built once: loading the CA store costs ~50 ms, and each call opens a client
+            self._ssl = httpx.create_ssl_context()
+        return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout_s), limits=limits,
+                                 verify=self._ssl)
+
+    async def _gather(self, jobs: list[Callable[[_Batch], Awaitable[tuple[Any, Any]]]],
+                      on_result: ResultSink | None) -> list[Any]:
+        """Run the jobs, at most `concurrency` at once; the first failure cancels the rest and is raised."""
+        if not jobs:
+            return []
+        async with self._client() as client:
+            batch = _Batch(client, asyncio.Semaphore(self.concurrency))
+
+            async def one(index: int, job: Callable[[_Batch], Awaitable[tuple[Any, Any]]]) -> Any:
+                async with batch.semaphore:
+                    result, raw = await job(batch)
+                if on_result is not None:
+                    on_result(index, result, raw)
+                return result
+
+            tasks = [asyncio.ensure_future(one(i, job)) for i, job in enumerate(jobs)]
+            try:
+                done, pending = await asyncio.wait(tasks, timeout=self._remaining(),
+                                                   return_when=asyncio.FIRST_EXCEPTION)
+            finally:
+                for task in tasks:
+                    if not task.done():
+                        task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            self._count_retries(batch)
+            failed = [t for t in tasks if t in done and not t.cancelled() and t.exception() is not None]
+            if failed:
+                raise failed[0].exception()  # type: ignore[misc]
+            if pending:
+                answered = sum(1 for t in tasks if t in done)
+                raise BackendError(f"{self.root}: the deadline passed with {answered} of {len(tasks)} requests "
+                                   "of this batch answered")
+            return [t.result() for t in tasks]
+
+    def _remaining(self) -> float | None:
+        if self._deadline is None:
+            return None
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise BackendError(f"{self.root}: the deadline has passed; no request was sent")
+        return left
+
+    def _count_retries(self, batch: _Batch) -> None:
+        for key, value in batch.counts.items():
+            self.usage.extra[key] = self.usage.extra.get(key, 0) + value
+
+    # -- HTTP -----------------------------------------------------------------------------------------------
+
+    async def _post(self, batch: _Batch, endpoint: str, body: Mapping[str, Any], what: str,
+                    *, count: bool = True) -> dict[str, Any]:
+        answer = await self._send(batch, "POST", endpoint, body, what)
+        if count:
+            self._add_usage(answer)
+        return answer
+
+    async def _send(self, batch: _Batch, method: str, endpoint: str, body: Mapping[str, Any] | None,
+                    what: str) -> dict[str, Any]:
+        """One request, retried with exponential backoff on what a retry can cure; BackendError otherwise."""
+        url = self.root + endpoint
+        for attempt in range(1, self.max_attempts + 1):
+            last = attempt == self.max_attempts
+            try:
+                response = await asyncio.wait_for(batch.client.request(method, url, json=body), self.timeout_s)
+            except asyncio.TimeoutError:  # not retried: a slow server gets no more load from us
+                raise BackendError(f"{url}: no answer within {self.timeout_s:g} s ({what})") from None
+            except httpx.TimeoutException as error:
+                if isinstance(error, RETRY_ERRORS) and not last:
+                    await self._pause(batch, attempt, None)
+                    continue
+                raise BackendError(f"{url}: no answer within {self.timeout_s:g} s ({what})") from None
+            except RETRY_ERRORS as error:
+                if not last:
+                    await self._pause(batch, attempt, None)
+                    continue
+                raise ServerUnreachable(f"cannot reach {self.base_url}: {self._safe(error)} ({what}, "
+                                   f"{attempt} attempts)") from None
+            except httpx.HTTPError as error:
+                raise BackendError(f"{url}: {self._safe(error)} ({what})") from None
+            if response.status_code in RETRY_STATUSES and not last:
+                await self._pause(batch, attempt, response.headers.get("retry-after"))
+                continue
+            return self._decode(response, url, what)
+        raise AssertionError("unreachable")  # the last attempt always returns or raises
+
+    async def _pause(self, batch: _Batch, attempt: int, retry_after: str | None) -> None:
+        batch.counts["retries"] = batch.counts.get("retries", 0) + 1
+        delay = self.backoff_s * 2 ** (attempt - 1)
+        try:
+            if retry_after is not None:  # a server's own 429 pause, when it names seconds
+                delay = max(delay, min(float(retry_after), MAX_RETRY_AFTER_S))
+        except ValueError:
+            pass
+        await asyncio.sleep(delay)
+
+    def _decode(self, response: httpx.Response, url: str, what: str) -> dict[str, Any]:
+        if response.status_code >= 400:
+            hint = ""
+            if response.status_code in (401, 403):
+                hint = (f" (the API key comes from ${self._api_key_env})" if self._api_key_env
+                        else " (no API key is sent: api_key_env is None)")
+            raise BackendError(f"{url} answered HTTP {response.status_code}: {self._server_message(response)}"
+                               f"{hint} ({what})")
+        try:
+            answer = response.json()
+        except ValueError:
+            raise BackendError(f"{url}: the answer is not JSON ({what}): {self._safe(response.text[:200])!r}") from None
+        if not isinstance(answer, dict):
+            raise BackendError(f"{url}: the answer is not a JSON object ({what})")
+        return answer
+
+    def _server_message(self, response: httpx.Response) -> str:
+        """The server's own words: OpenAI's error.message, FastAPI's detail, or the start of the body."""
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        message: Any = response.text
+        if isinstance(data, dict):
+            error = data.get("error")
+            message = (error.get("message") if isinstance(error, dict) else error) or data.get("detail") or data
+        text = message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
+        text = " ".join(text.split())
+        return self._safe(text[:300] + ("..." if len(text) > 300 else "")) or response.reason_phrase
+
+    def _safe(self, value: object) -> str:
+        """Text for a message, with the API key blanked should a server or library echo it back."""
+        text = str(value) or type(value).__name__
+        key = self._key.reveal()
+        return text.replace(key, "<secret>") if key else text
+
+    def _add_usage(self, answer: Mapping[str, Any]) -> None:
+        self.usage.requests += 1
+        usage = answer.get("usage")
+        if isinstance(usage, dict):
+            self.usage.prompt_tokens += _int(usage.get("prompt_tokens"))
+            self.usage.completion_tokens += _int(usage.get("completion_tokens"))
+
+    # -- the capability probe -------------------------------------------------------------------------------
+
+    async def _probe(self) -> tuple[str, Capabilities, Dialects]:
+        """Ask the server what it can do: its model id, prompt log-probs (echo), chat, and constraints."""
+        async with self._client() as client:
+            batch = _Batch(client, asyncio.Semaphore(1))
+            fingerprint, notes = await self._model_id(batch)
+            loglik, completion, note = await self._probe_echo(batch)
+            notes += note
+            chat = await self._probe_chat(batch)
+            choices = await self._probe_choices(batch) if (completion or chat) else None
+            json_dialect = await self._probe_json(batch, chat, completion)
+        self.usage.extra["probe_requests"] = batch.counts.pop("probe_requests", 0)
+        self._count_retries(batch)
+        if json_dialect == RESPONSE_FORMAT:
+            notes.append("JSON-schema constraints on chat requests only (response_format)")
+        if not (completion or chat):
+            raise BackendError(f"{self.root}: neither /completions nor /chat/completions answered; is this an "
+                               "OpenAI-compatible server?")
+        capabilities = Capabilities(loglik=loglik, completion=completion, chat=chat,
+                                    json_schema=json_dialect is not None, choices=choices is not None,
+                                    notes=tuple(notes))
+        return fingerprint, capabilities, Dialects(choices, json_dialect)
+
+    async def _probe_request(self, batch: _Batch, endpoint: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """One probe request; None when the server refuses it (a missing feature, not a failure)."""
+        batch.counts["probe_requests"] = batch.counts.get("probe_requests", 0) + 1
+        try:
+            return await self._send(batch, "POST", endpoint, {"model": self.model, **body}, "capability probe")
+        except ServerUnreachable:
+            raise
+        except BackendError:
+            return None
+
+    async def _model_id(self, batch: _Batch) -> tuple[str, list[str]]:
+        """The server's id for the model (GET /models): what the weights are, as far as a server says."""
+        try:
+            listing = await self._send(batch, "GET", "/models", None, "listing the models")
+        except ServerUnreachable:
+            raise
+        except BackendError as error:
+            return self.model, [f"GET /models failed, fingerprint is the model name: {error}"]
+        entries = listing.get("data")
+        ids = [e.get("id") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+        ids = [i for i in ids if isinstance(i, str)]
+        if self.model in ids:
+            return self.model, []
+        if len(ids) == 1:  # a one-model server (llama-cpp-python) answers to any name with that model
+            return ids[0], [f"the server serves {ids[0]!r} under the name {self.model!r}"]
+        return self.model, [f"the server lists no model {self.model!r} (it lists {ids})"]
+
+    async def _probe_echo(self, batch: _Batch) -> tuple[bool, bool, list[str]]:
+        """(loglik, completion, notes): prompt log-probs work when an echo answer covers the probe prompt."""
+        body = self.loglik_body(LoglikRequest(PROBE_PROMPT[:6], PROBE_PROMPT[6:]))
+        answer = await self._probe_request(batch, "/completions", {k: v for k, v in body.items() if k != "model"})
+        if answer is None:
+            return False, False, ["/completions refused: no log-likelihoods, chat generation only"]
+        try:
+            echo = parse_echo(answer, PROBE_PROMPT)
+            if not echo.offsets or echo.offsets[0] >= len(PROBE_PROMPT) or all(v is None for v in echo.logprobs):
+                raise BackendError("the echoed tokens do not cover the prompt")
+            shift = measure_shift(echo, PROBE_PROMPT)
+        except BackendError as error:
+            return False, True, [f"no prompt log-probs with echo ({error}): generation modes only"]
+        return True, True, [f"text_offset shift {shift} on the probe prompt"] if shift else []
+
+    async def _probe_chat(self, batch: _Batch) -> bool:
+        answer = await self._probe_request(batch, "/chat/completions", {
+            "messages": [{"role": "user", "content": PROBE_PROMPT}], "max_tokens": 1, "temperature": 0})
+        return answer is not None and isinstance(_get(answer, "choices.0.message"), dict)
+
+    async def _probe_choices(self, batch: _Batch) -> str | None:
+        """A choice constraint is real when the answer is the one allowed string (an ignored field is not)."""
+        for dialect, extra in ((GBNF, {"grammar": gbnf_choices([PROBE_CHOICE])}),
+                               (STRUCTURED, {"structured_outputs": {"choice": [PROBE_CHOICE]}})):
+            answer = await self._probe_request(batch, "/completions", {
+                "prompt": PROBE_PROMPT, "max_tokens": 8, "temperature": 0, **extra})
+            if answer is not None and _get(answer, "choices.0.text") == PROBE_CHOICE:
+                return dialect
+        return None
+
+    async def _probe_json(self, batch: _Batch, chat: bool, completion: bool) -> str | None:
+        tries: list[tuple[str, str, dict[str, Any]]] = []
+        if chat:
+            tries.append((RESPONSE_FORMAT, "/chat/completions",
+                          {"response_format": {"type": "json_object", "schema": PROBE_SCHEMA}}))
+        if completion:
+            tries.append((STRUCTURED, "/completions", {"structured_outputs": {"json": PROBE_SCHEMA}}))
+        for dialect, endpoint, extra in tries:
+            place = {"messages": [{"role": "user", "content": PROBE_PROMPT}]} if endpoint.startswith("/chat") \
+                else {"prompt": PROBE_PROMPT}
+            answer = await self._probe_request(batch, endpoint, {**place, "max_tokens": 48, "temperature": 0,
+                                                                 **extra})
+            path = "choices.0.message.content" if endpoint.startswith("/chat") else "choices.0.text"
+            if answer is not None and _parses_to(_get(answer, path), {"zq": "a"}):
+                return dialect
+        return None
+
+
+def _generate_result(answer: Mapping[str, Any], *, chat: bool, constrained: bool) -> GenerateResult:
+    choice = _field(answer, "choices.0")
+    text = _field(choice, "message.content" if chat else "text")
+    if text is None and chat:
+        text = ""  # a chat answer of only tool calls or nothing at all
+    if not isinstance(text, str):
+        raise BackendError("the answer's text is not a string")
+    usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return GenerateResult(text=text, n_prompt_tokens=_opt_int(usage.get("prompt_tokens")),
+                          n_tokens=_opt_int(usage.get("completion_tokens")), constrained=constrained,
+                          finish_reason=finish if isinstance(finish, str) else None)
+
+
+def _get(data: Any, path: str) -> Any:
+    try:
+        return _field(data, path)
+    except BackendError:
+        return None
+
+
+def _parses_to(text: Any, expected: Any) -> bool:
+    try:
+        return isinstance(text, str) and json.loads(text) == expected
+    except ValueError:
+        return False
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

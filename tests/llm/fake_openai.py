@@ -1,0 +1,198 @@
+"""A small OpenAI-compatible server on 127.0.0.1 for the HTTP backend's unit tests (not a test module).
+
+It answers `/v1/models`, `/v1/completions` (echo + logprobs, generation, GBNF `grammar` or vLLM
+`structured_outputs` choices) and `/v1/chat/completions`, with a toy tokenizer: words with their leading
+space (" 긍정"), punctuation alone, so "긍" + "정" is one token across a boundary. It can add a
+SentencePiece-style dummy prefix (a leading " " in the token text, which shifts every offset by one) or a
+"<s>" token, fail a number of requests with a status, drop connections, answer slowly, and it records
+every request (headers included) and the most requests it had in flight at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOKEN = re.compile(r" ?[\w]+| ?[^\w ]| ")
+GENERATED = "!"  # the one token generated after an echoed prompt
+
+
+def toy_logprob(token: str) -> float:
+    """A fixed log-prob per token text, so tests can compute the expected sums."""
+    return -0.25 - 0.5 * len(token.strip())
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+
+
+@dataclass
+class FakeOpenAI:
+    model_id: str = "fake-model"
+    echo: bool = True  # False: echo ignored, as `transformers serve` and llama.cpp's llama-server do
+    chat: bool = True
+    dialect: str | None = "gbnf"  # "gbnf", "structured_outputs" or None (constraint fields ignored)
+    prefix: str = ""  # "dummy": a SentencePiece dummy-prefix space; "bos": a "<s>" token with text "<s>"
+    usage: bool = True  # False: no usage block in answers
+    echo_generated: int = 1  # tokens generated after an echoed prompt (llama-cpp-python: up to a whole character)
+    delay_s: float = 0.0
+    delay_of: Callable[[dict[str, Any]], float] | None = None  # per request body, overrides delay_s
+    failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)  # (status, headers) to answer next
+    drops: int = 0  # this many next requests get their connection closed without an answer
+    error_message: Callable[[dict[str, str]], str] | None = None  # the text of a failure's error.message
+    seen: list[Seen] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        # A short poll: stop() waits for serve_forever to notice.
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def posts(self, path: str = "") -> list[Seen]:
+        return [s for s in self.seen if s.method == "POST" and s.path.endswith(path)]
+
+    # -- tokenization and answers ---------------------------------------------------------------------------
+
+    def tokens(self, prompt: str) -> list[str]:
+        pieces = TOKEN.findall(prompt)
+        if self.prefix == "dummy":
+            pieces = [" " + pieces[0], *pieces[1:]] if pieces and not pieces[0].startswith(" ") else [" ", *pieces]
+        elif self.prefix == "bos":
+            pieces = ["<s>", *pieces]
+        return pieces
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body["prompt"]
+        if not isinstance(prompt, str):
+            return {"__status__": 500, "error": {"message": "a list of prompts is not supported"}}
+        constrained = self.constrained_text(body)
+        generated = constrained if constrained is not None else "out" + prompt[-3:]
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "length", "text": generated}
+        pieces = self.tokens(prompt)
+        generated_tokens = 1
+        if body.get("echo") and self.echo:
+            generated_tokens = self.echo_generated
+            extra = [GENERATED] * generated_tokens
+            choice["text"] = prompt + "".join(extra)
+            offsets, at = [], 0
+            for piece in [*pieces, *extra]:
+                offsets.append(at)
+                at += len(piece)
+            values: list[float | None] = [None] + [toy_logprob(p) for p in pieces[1:]] + [-1.0] * len(extra)
+            tops = [None] + [{p: toy_logprob(p)} for p in pieces[1:]] + [{GENERATED: -1.0}] * len(extra)
+            choice["logprobs"] = {"tokens": [*pieces, *extra], "text_offset": offsets,
+                                  "token_logprobs": values, "top_logprobs": tops}
+        answer: dict[str, Any] = {"id": "cmpl-1", "object": "text_completion", "model": self.model_id,
+                                  "choices": [choice]}
+        if self.usage:
+            answer["usage"] = {"prompt_tokens": len(pieces), "completion_tokens": generated_tokens,
+                               "total_tokens": len(pieces) + generated_tokens}
+        return answer
+
+    def chat_answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.chat:
+            return {"__status__": 404, "detail": "Not Found"}
+        last = body["messages"][-1]["content"]
+        text = self.constrained_text(body)
+        if text is None and "response_format" in body and self.dialect == "gbnf":
+            schema = body["response_format"].get("schema") or {}
+            text = json.dumps(_example_of(schema), ensure_ascii=False)
+        return {"id": "chat-1", "model": self.model_id, "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": text if text is not None else "re:" + last}}]}
+
+    def constrained_text(self, body: dict[str, Any]) -> str | None:
+        if self.dialect == "gbnf" and "grammar" in body:
+            return json.loads(re.search(r'"((?:[^"\\]|\\.)*)"', body["grammar"]).group(0))
+        if self.dialect == "structured_outputs" and "structured_outputs" in body:
+            spec = body["structured_outputs"]
+            return spec["choice"][0] if "choice" in spec else json.dumps(_example_of(spec["json"]), ensure_ascii=False)
+        return None
+
+    # -- the HTTP side --------------------------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16  # headers and body leave in one write: no Nagle/delayed-ACK stall per answer
+
+            def log_message(self, format: str, *args: object) -> None:  # keep test output clean
+                return
+
+            def do_GET(self) -> None:
+                fake.seen.append(Seen("GET", self.path, dict(self.headers), None))
+                self.reply(200, {"object": "list", "data": [{"id": fake.model_id, "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.seen.append(Seen("POST", self.path, dict(self.headers), body))
+                with fake._lock:
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                    drop = fake.drops > 0
+                    fake.drops -= int(drop)
+                    failure = fake.failures.pop(0) if fake.failures and not drop else None
+                try:
+                    time.sleep(fake.delay_of(body) if fake.delay_of else fake.delay_s)
+                    if drop:  # a connection that breaks before any answer
+                        self.close_connection = True
+                        return
+                    if failure is not None:
+                        status, headers = failure
+                        message = fake.error_message(dict(self.headers)) if fake.error_message else "try later"
+                        self.reply(status, {"error": {"message": message}}, headers)
+                        return
+                    answer = (fake.completion(body) if self.path.endswith("/completions")
+                              and not self.path.endswith("/chat/completions") else fake.chat_answer(body))
+                    self.reply(answer.pop("__status__", 200), answer)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+
+            def reply(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                raw = json.dumps(data, ensure_ascii=False).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(raw)
+
+        return Handler
+
+
+def _example_of(schema: dict[str, Any]) -> Any:
+    """The first value a (small) JSON schema allows: what a constraining server would produce."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "object":
+        return {k: _example_of(v) for k, v in schema.get("properties", {}).items()}
+    if schema.get("type") == "array":
+        return []
+    return "" if schema.get("type") == "string" else 0

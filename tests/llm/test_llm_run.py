@@ -1,0 +1,173 @@
+"""`klue llm` end to end with a tiny random-weight Llama in process: all 8 tasks, zero- and few-shot, both
+modes where they apply; the written predictions score as the results say; shots come from the training part
+only; a rerun asks the model nothing; a --limit run is partial and never ranked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from klue import registry
+from klue.io.locate import roots_from
+from klue.results import read_results
+
+KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
+LIMIT = 4
+
+
+def klue(*args: str) -> subprocess.CompletedProcess[str]:
+    env_args = [*KLUE, *args]
+    return subprocess.run(env_args, capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> Path:
+    from klue.models.tiny import make_tiny_llama_dir
+
+    rows = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))
+    return make_tiny_llama_dir(tmp_path_factory.mktemp("llama"), [r["premise"] for r in rows[:300]])
+
+
+def cells(out: Path) -> dict[str, Path]:
+    return {p.parts[-4]: p.parent for p in out.rglob("results.json")}
+
+
+def rescored(task_name: str, cell: Path, data_dir: Path, extra: Path) -> dict[str, float]:
+    """The cell's predictions.jsonl scored again as `klue score` scores a file, against the same examples."""
+    from klue.benchmark.cells import choose_protocol
+    from klue.protocols import resolve
+    from klue.scoring import score_predictions
+
+    task = registry.get(task_name)
+    results = read_results(cell / "results.json")
+    roots = roots_from(str(data_dir), str(extra))
+    data = resolve(task, choose_protocol(task, results.protocol, roots), roots)
+    report = score_predictions(task, list(data.eval)[:results.n_eval], cell / "predictions.jsonl", results.metric_mode)
+    return {k: float(v) for k, v in report.report.scores.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize("shots", [0, 1])
+def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path, shared_data_dir: Path,
+                              tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    # few-shot on all 8 tasks; zero-shot on one task of each kind (label, span, structure), to keep the suite short
+    tasks = "all" if shots else "nli,ner,dp"
+    args = ["llm", "--model", f"hf:{tiny_llama}", "--tasks", tasks, "--limit", str(LIMIT), "--shots", str(shots),
+            "--out", str(out), "--jobs", "0", "--data-dir", str(klue_data_dir), "--extra-data-dir", str(shared_data_dir)]
+    run = klue(*args)
+    assert run.returncode == 0, run.stderr[-4000:]
+    found = cells(out)
+    assert set(found) == ({t.name for t in registry.all_tasks()} if shots else {"nli", "ner", "dp"})
+    for task_name, cell in found.items():
+        results = read_results(cell / "results.json")
+        assert results.status == "ok" and results.model_family == "llm" and results.partial
+        assert results.llm is not None and results.llm.shots == shots and results.n_eval == LIMIT
+        assert results.llm.prompt_version.startswith(task_name)
+        expected_mode = registry.get(task_name).make_prompts(roots_from(str(klue_data_dir), str(shared_data_dir))).default_mode
+        assert results.llm.mode == expected_mode
+        assert rescored(task_name, cell, klue_data_dir, shared_data_dir) == pytest.approx(results.scores, abs=1e-9)
+        outputs = [json.loads(line) for line in (cell / "llm_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(outputs) == LIMIT and all(len(o["shots"]) == shots for o in outputs)
+    if shots == 0:
+        return
+    # a rerun finds every cell done; a removed results.json is made again from the cache, asking nothing;
+    # the same model beside a CPU baseline in one benchmark directory (one leaderboard)
+    again = klue(*args)
+    assert again.returncode == 0 and "already done" in again.stderr
+    beside = klue("benchmark", "--model", "classic", "--tasks", "nli", "--out", str(out), "--jobs", "0",
+                  "--data-dir", str(klue_data_dir), "--extra-data-dir", str(shared_data_dir))
+    assert beside.returncode == 0, beside.stderr[-3000:]
+    from klue.reporting.aggregate import load_aggregate
+
+    assert {"classic", f"hf:{tiny_llama}"} <= {e.model for e in load_aggregate(out).entries}
+    nli = found["nli"]
+    before = read_results(nli / "results.json")
+    (nli / "results.json").unlink()
+    assert klue(*args, "--tasks", "nli").returncode == 0
+    after = read_results(nli / "results.json")
+    assert after.scores == before.scores
+    assert after.llm is not None and after.llm.usage["requests"] == 0 and after.llm.usage["cache_hits"] > 0
+
+
+@pytest.mark.realdata
+def test_generate_mode_on_label_tasks_and_shots_from_training_only(tiny_llama: Path, klue_data_dir: Path,
+                                                                  shared_data_dir: Path, tmp_path: Path) -> None:
+    from klue.benchmark.cells import choose_protocol
+    from klue.protocols import resolve
+
+    out = tmp_path / "bench"
+    run = klue("llm", "--model", f"hf:{tiny_llama}", "--tasks", "nli,re", "--mode", "generate", "--limit", "3",
+               "--shots", "2", "--out", str(out), "--jobs", "0", "--data-dir", str(klue_data_dir),
+               "--extra-data-dir", str(shared_data_dir))
+    assert run.returncode == 0, run.stderr[-4000:]
+    roots = roots_from(str(klue_data_dir), str(shared_data_dir))
+    for task_name, cell in cells(out).items():
+        results = read_results(cell / "results.json")
+        assert results.llm is not None and results.llm.mode == "generate"
+        assert 0 <= results.llm.parse_failure_rate <= 1
+        task = registry.get(task_name)
+        data = resolve(task, choose_protocol(task, results.protocol, roots), roots)
+        train, evaluated = {task.guid(r) for r in data.train}, {task.guid(r) for r in data.eval}
+        for line in (cell / "llm_outputs.jsonl").read_text(encoding="utf-8").splitlines():
+            shots = json.loads(line)["shots"]
+            assert len(shots) == 2 and set(shots) <= train and not set(shots) & evaluated
+    re_results = read_results(cells(out)["re"] / "results.json")
+    assert "auprc" not in re_results.scores and re_results.llm is not None
+    assert re_results.llm.not_applicable == ["auprc"]  # AUPRC from generated names means nothing
+
+
+@pytest.mark.realdata
+def test_chat_form_in_process(tiny_llama: Path, klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    run = klue("llm", "--model", f"hf:{tiny_llama}", "--tasks", "nli,dp", "--form", "chat", "--limit", "2",
+               "--shots", "1", "--out", str(out), "--jobs", "0", "--data-dir", str(klue_data_dir),
+               "--extra-data-dir", str(shared_data_dir))
+    assert run.returncode == 0, run.stderr[-4000:]
+    for cell in cells(out).values():
+        results = read_results(cell / "results.json")
+        assert results.llm is not None and results.llm.form == "chat"
+        first = json.loads((cell / "llm_outputs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+        if results.llm.mode == "loglik":
+            assert first["prompt"].startswith("<|system|>")  # the chat template, rendered in process
+        else:
+            assert [role for role, _ in first["prompt"]] == ["system", "user", "assistant", "user"]
+
+
+def test_specs_and_modes_are_refused_clearly(tmp_path: Path) -> None:
+    run = klue("llm", "--model", "gpt-4", "--out", str(tmp_path / "b"))
+    assert run.returncode == 2 and "hf:NAME_OR_DIR" in run.stderr
+    from klue.errors import DataError
+    from klue.llm.run import choose_mode
+
+    prompts = registry.get("ner").make_prompts(None)
+    with pytest.raises(DataError, match="no loglik mode"):
+        choose_mode(prompts, "loglik", True, "ner")
+    nli = registry.get("nli").make_prompts(None)
+    assert choose_mode(nli, "auto", False, "nli")[0] == "generate"  # no prompt log-probs: generate, and said
+    with pytest.raises(DataError, match="needs prompt log-probabilities"):
+        choose_mode(nli, "loglik", False, "nli")
+
+
+def test_a_partial_run_is_never_ranked(tmp_path: Path) -> None:
+    import dataclasses
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporting"))
+    from report_fixtures import fixture_results
+
+    from klue.reporting.aggregate import load_aggregate
+    from klue.results import write_results
+
+    for task in registry.all_tasks():
+        results: Any = fixture_results(task, "hf:x", 1, True, random.Random(2))
+        write_results(tmp_path / task.name / "hf-x" / "seed1" / "results.json",
+                      dataclasses.replace(results, partial=task.name == "nli"))
+    entry = next(e for e in load_aggregate(tmp_path).entries if e.model == "hf:x")
+    assert entry.n_scored == len(registry.all_tasks()) and entry.klue_score is None and not entry.complete

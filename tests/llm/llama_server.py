@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -24,12 +25,13 @@ def free_port() -> int:
 class LlamaServer:
     """`python -m llama_cpp.server --model MODEL` on a port of its own; the log goes to `log`."""
 
-    def __init__(self, model: Path, log: Path, *, threads: int = 2, n_ctx: int = 512) -> None:
+    def __init__(self, model: Path, log: Path, *, threads: int = 2, n_ctx: int = 512,
+                 options: Sequence[str] = ()) -> None:
         self.model = model
         self.log = log
         self.port = free_port()
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                   "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads)]
+                   "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), *options]
         self._log_file = log.open("wb")
         self.process = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT,
                                         env={**os.environ, "OMP_NUM_THREADS": str(threads)})
@@ -39,8 +41,10 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @classmethod
-    def start(cls, model: Path, log: Path, *, timeout_s: float = 90.0, n_ctx: int = 512) -> LlamaServer:
-        server = cls(model, log, n_ctx=n_ctx)
+    def start(cls, model: Path, log: Path, *, timeout_s: float = 90.0, n_ctx: int = 512,
+              options: Sequence[str] = ()) -> LlamaServer:
+        """Start and wait until it answers; `options` are further server arguments (`--type_k 0`)."""
+        server = cls(model, log, n_ctx=n_ctx, options=options)
         try:
             server.wait_ready(timeout_s)
         except BaseException:
@@ -61,6 +65,14 @@ class LlamaServer:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"llama_cpp.server not ready after {timeout_s:g} s:\n{self.tail()}")
+
+    def tokenize(self, text: str) -> list[int]:
+        """The served model's token ids for `text` (llama-cpp-python's /extras/tokenize: BOS added)."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/extras/tokenize",
+                                         data=json.dumps({"input": text}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return [int(t) for t in json.load(response)["tokens"]]
 
     def tail(self) -> str:
         self._log_file.flush()

@@ -14,21 +14,30 @@ Version history
   `examples_per_s`, `selection`: metric -> score). Version 1 files are read and upgraded.
   Later, within version 2: `data_sources[].sha256` (optional, null where unknown); files without it read;
   `partial` (a `--limit` run: scored on part of the evaluation set, never ranked) and `llm` (what a
-  prompted-LM run recorded about itself), both optional.
+  prompted-LM run recorded about itself), both optional. `statistics_file` (optional): the run's
+  per-example statistics (`statistics.npz`, docs/statistics.md), which `klue compare` and the report's
+  intervals read.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
+import zipfile
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from klue.errors import DataError
-from klue.io.atomic import write_json_atomic
+from klue.io.atomic import temp_path_beside, write_json_atomic
+from klue.io.output import output_error
 from klue.io.provenance import DataSource
 from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricReport
+from klue.metrics.statistics import ExampleStatistics, Formula
 
 SCHEMA_VERSION = "klue.results/2"
 READABLE_VERSIONS = ("klue.results/1", SCHEMA_VERSION)
@@ -40,6 +49,8 @@ LLM = "llm"
 # The files of a run directory (a benchmark cell, a `klue train --output`), named once.
 RESULTS_FILE = "results.json"
 PREDICTIONS_FILE = "predictions.jsonl"
+STATISTICS_FILE = "statistics.npz"  # per-example statistics of the scores (docs/statistics.md)
+STATISTICS_FORMAT = "klue.statistics/1"
 
 
 @dataclass
@@ -151,6 +162,7 @@ class Results:
     eval_examples_per_s: float | None = None
     predictions_file: str | None = None  # relative to the results file
     partial: bool = False  # scored on part of the evaluation set (--limit): never ranked as a whole-set score
+    statistics_file: str | None = None  # per-example statistics (relative to the results file); None: not kept
     llm: LlmSummary | None = None  # prompted-LM runs only
     library_versions: dict[str, str] = field(default_factory=dict)
     git_revision: str | None = None
@@ -323,3 +335,72 @@ def metric_fields(report: MetricReport) -> dict[str, Any]:
         "confusion": report.confusion,
         "n_eval": int(report.n_examples),
     }
+
+
+# ------------------------------------------------------------------------------ per-example statistics
+
+
+@dataclass(frozen=True)
+class RunStatistics:
+    """A run's per-example statistics as stored beside its results: which task and metric mode, each
+    example's guid and resampling unit (`group_key`, numbered by first appearance), and the statistics."""
+
+    task: str
+    task_version: str
+    metric_mode: str
+    guids: tuple[str, ...]
+    units: np.ndarray  # int64 unit number per example
+    statistics: ExampleStatistics
+
+
+def write_statistics(path: Path, run: RunStatistics) -> None:
+    """`statistics.npz`: numeric arrays and one JSON header, no pickled object (read with allow_pickle off),
+    compressed (most counts are 0), the same bytes for the same run; written atomically."""
+    meta = {"format": STATISTICS_FORMAT, "task": run.task, "task_version": run.task_version,
+            "metric_mode": run.metric_mode, "columns": list(run.statistics.columns),
+            "formulas": [f.to_json() for f in run.statistics.formulas]}
+    arrays = {"meta": np.array(json.dumps(meta, ensure_ascii=False)), "matrix": run.statistics.matrix,
+              "guids": np.array(run.guids, dtype=str), "units": np.asarray(run.units, dtype=np.int64)}
+    buffer = io.BytesIO()
+    # The .npz layout (one .npy per array in a zip), written here with a fixed timestamp: the same run gives
+    # the same bytes (np.savez stamps the current time).
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, member.getvalue())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = temp_path_beside(path)
+    except OSError as error:
+        raise output_error(path, error) from error
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(buffer.getvalue())
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise output_error(path, error) from error
+
+
+def read_statistics(path: Path) -> RunStatistics:
+    """A `statistics.npz` as `write_statistics` wrote it; DataError naming the file otherwise."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            matrix, guids, units = data["matrix"], data["guids"], data["units"]
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
+        raise DataError(f"cannot read per-example statistics: {error}", path) from None
+    if not isinstance(meta, dict) or meta.get("format") != STATISTICS_FORMAT:
+        raise DataError(f"not a {STATISTICS_FORMAT} file", path)
+    try:
+        statistics = ExampleStatistics(tuple(meta["columns"]), np.asarray(matrix, dtype=np.float64),
+                                       tuple(Formula.from_json(f) for f in meta["formulas"]))
+        if len(guids) != statistics.n_examples or len(units) != statistics.n_examples:
+            raise ValueError(f"{len(guids)} guids and {len(units)} units for {statistics.n_examples} rows")
+        return RunStatistics(str(meta["task"]), str(meta["task_version"]), str(meta["metric_mode"]),
+                             tuple(str(g) for g in guids), np.asarray(units, dtype=np.int64), statistics)
+    except (KeyError, TypeError, ValueError) as error:
+        raise DataError(f"invalid per-example statistics: {error}", path) from None

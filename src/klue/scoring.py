@@ -21,17 +21,22 @@ from klue.io.formats import HF_FORMATS
 from klue.io.provenance import git_revision, library_versions, utc_now
 from klue.metrics.classification import check_mode
 from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.resampling import Units
+from klue.metrics.statistics import ExampleStatistics
 from klue.predictions import SHOWN_GUIDS, align, name_list, read_label_list, read_predictions
 from klue.protocols import ProtocolData
 from klue.results import (
     PREDICTIONS_FILE,
     RESULTS_FILE,
+    STATISTICS_FILE,
     CurvePoint,
     LlmSummary,
     Results,
+    RunStatistics,
     TrainingSummary,
     metric_fields,
     write_results,
+    write_statistics,
 )
 from klue.tasks.base import OFFICIAL_READER, Task
 from klue.tasks.kinds import ReadingLog, infer_format, read_records, require_labelled
@@ -48,6 +53,7 @@ class ScoreResult:
     prediction_format: str  # "jsonl", "list" or "map"
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
     gold_format: str = OFFICIAL_READER  # the reader the gold file was read with
+    statistics: ExampleStatistics | None = None  # per-example statistics, when asked for
 
 
 def gold_format_for(task: Task[Any, Any], path: Path, gold_format: str | None) -> str:
@@ -165,8 +171,9 @@ def score_files(task: Task[Any, Any], gold_path: Path, predictions_path: Path, m
 
 
 def score_predictions(task: Task[Any, Any], golds: Sequence[Any], predictions_path: Path, mode: str = "official",
-                      label_list_path: Path | None = None) -> ScoreResult:
-    """Score one prediction file against gold records already read (several files, one gold)."""
+                      label_list_path: Path | None = None, with_statistics: bool = False) -> ScoreResult:
+    """Score one prediction file against gold records already read (several files, one gold); with
+    `with_statistics`, also the per-example statistics of the scores (from the same aligned predictions)."""
     metric_mode = check_mode(mode)
     require_labelled(golds, task.name)  # records read for prediction carry no gold to score against
     gold_guids = [task.guid(g) for g in golds]
@@ -174,7 +181,10 @@ def score_predictions(task: Task[Any, Any], golds: Sequence[Any], predictions_pa
     by_guid, kind, warnings = read_predictions(task, predictions_path, gold_guids, label_list)
     predictions = align(gold_guids, by_guid, str(predictions_path))
     report = evaluate(task, golds, predictions, metric_mode, str(predictions_path))
-    return ScoreResult(task.name, report, "", str(predictions_path), kind, tuple(warnings))
+    statistics = None
+    if with_statistics and task.statistics is not None:
+        statistics = task.example_statistics(golds, predictions, metric_mode).only(report.scores)
+    return ScoreResult(task.name, report, "", str(predictions_path), kind, tuple(warnings), statistics=statistics)
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -229,8 +239,12 @@ def judge(task: Task[Any, Any], data: ProtocolData[Any], run_dir: Path, mode: Me
           producer: ProducerReport, *, write: bool = True) -> Results:
     """Score `run_dir/predictions.jsonl` against `data.eval` as `klue score` does, and assemble the run's
     Results (written to `run_dir/results.json` unless `write` is off: the non-main processes of a
-    distributed run judge the same file without writing)."""
-    scored = score_predictions(task, data.eval, run_dir / PREDICTIONS_FILE, mode)
+    distributed run judge the same file without writing).
+
+    The judge also keeps the per-example statistics of the scores (`run_dir/statistics.npz`): it is the
+    one place that holds both gold and predictions, so `klue compare` and the report's intervals work from
+    the run directory alone, without the gold data (a run scored before this has none and is named so)."""
+    scored = score_predictions(task, data.eval, run_dir / PREDICTIONS_FILE, mode, with_statistics=True)
     report = scored.report
     results = Results(
         task=task.name, task_version=task.version, model=producer.model, model_family=producer.model_family,
@@ -246,6 +260,12 @@ def judge(task: Task[Any, Any], data: ProtocolData[Any], run_dir: Path, mode: Me
         for name in producer.llm.not_applicable:
             results.scores.pop(name, None)
             results.metric_versions.pop(name, None)
+    if scored.statistics is not None:
+        results.statistics_file = STATISTICS_FILE
+        if write:
+            write_statistics(run_dir / STATISTICS_FILE, RunStatistics(
+                task.name, task.version, mode, tuple(task.guid(g) for g in data.eval),
+                Units.of([task.group_key(g) for g in data.eval]).index, scored.statistics.only(results.scores)))
     results.wall_time_s = time.perf_counter() - producer.started
     if write:
         write_results(run_dir / RESULTS_FILE, results)

@@ -20,11 +20,18 @@ def report(
                                                 "print it).")] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="html (one self-contained page with charts) "
                                         "or md (the leaderboard as a Markdown table).")] = "html",
+    resamples: Annotated[int, typer.Option("--resamples", min=0, help="Bootstrap resamples behind the 95% "
+                                           "intervals and the tests between neighbouring rows (0: no "
+                                           "intervals).")] = 500,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling (the same seed, the same "
+                                      "intervals).")] = 0,
 ) -> None:
     """Build the leaderboard and report from a benchmark directory.
 
     The HTML page holds the leaderboard, charts against the paper, confusion matrices, per-type scores,
-    learning curves and the provenance of every number; it needs no network.
+    learning curves and the provenance of every number; it needs no network. Scores carry 95% bootstrap
+    intervals from each run's per-example statistics, and a `*` marks a row significantly above the next
+    (docs/statistics.md).
     """
     from klue.io.atomic import write_text_atomic
     from klue.io.output import check_output_file
@@ -39,7 +46,7 @@ def report(
         check_output_file(target, "--output")
     agg = load_aggregate(directory)
     if format == "md":
-        text = to_markdown(build_leaderboard(agg))
+        text = to_markdown(build_leaderboard(agg, resamples, seed))
         if output is None:
             sys.stdout.write(text)
         else:
@@ -47,7 +54,7 @@ def report(
             stderr.print(f"leaderboard written to {output}")
         return
     assert target is not None  # html always has a target
-    write_report(agg, target)
+    write_report(agg, target, resamples, seed)
     stderr.print(f"report written to {target}")
 
 

@@ -22,6 +22,14 @@ from klue.metrics.classification import (
     f1_ratio,
 )
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import (
+    ExampleStatistics,
+    Formula,
+    column,
+    combine,
+    label_codes,
+    label_count_columns,
+)
 
 TASK_NAME = "dp"
 UAS_MACRO_F1 = MetricSpec("uas_macro_f1", "UAS macro F1")
@@ -300,3 +308,92 @@ def compute_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Seque
 
 def _percent(count: int, total: int) -> float:
     return math.nan if total == 0 else 100.0 * count / total
+
+
+# ------------------------------------------------------------------------------ per-sentence statistics
+
+_LAS_CLASSES = (*DEPRELS[:OTHERS_FROM], "others", "PAD")  # the official LAS classes, as statistics labels
+
+
+def _head_block(gold_heads: Sequence[Sequence[int]], pred_heads: Sequence[Sequence[int]], sentence_of: np.ndarray,
+                n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """`uas.*` columns (head indices as class labels) and the per-word head-right mask."""
+    gold = _flat_heads(gold_heads, "gold")
+    pred = _flat_heads(pred_heads, "predicted")
+    values = sorted(set(gold.tolist()) | set(pred.tolist()))
+    labels = [str(v) for v in values]
+    names, block = label_count_columns("uas", labels, sentence_of, np.searchsorted(values, gold),
+                                       np.searchsorted(values, pred), n)
+    return names, block, gold == pred
+
+
+def _per_sentence(mask: np.ndarray, sentence_of: np.ndarray, n: int) -> np.ndarray:
+    return np.bincount(sentence_of, weights=mask.astype(np.float64), minlength=n)
+
+
+def statistics(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequence[str]],
+               pred_heads: Sequence[Sequence[int]], pred_deprels: Sequence[Sequence[str]],
+               mode: MetricMode = "official") -> ExampleStatistics:
+    """Per-sentence statistics of `compute`'s scores: counts per head class (`uas.*`), per official LAS
+    class (`las.*`: labels 0-14, others, PAD; official mode) or per label of the uncollapsed labelled
+    attachment (`att.*`), words, right heads and right labelled attachments."""
+    check_mode(mode)
+    _check_shapes(gold_heads, gold_deprels, pred_heads, pred_deprels)
+    n = len(gold_heads)
+    sentence_of = np.repeat(np.arange(n), [len(h) for h in gold_heads])
+    head_names, head_block, head_right = _head_block(gold_heads, pred_heads, sentence_of, n)
+    gold = _flat_deprels(gold_deprels, "gold")
+    pred = _flat_deprels(pred_deprels, "predicted")
+    attached = head_right & (gold == pred)
+    parts = [(head_names, head_block), column("words", np.bincount(sentence_of, minlength=n)),
+             column("head_right", _per_sentence(head_right, sentence_of, n)),
+             column("att.correct", _per_sentence(attached, sentence_of, n)),
+             label_count_columns("att", DEPRELS, sentence_of, gold, pred, n, correct=attached)]
+    others, pad = OTHERS_FROM, OTHERS_FROM + 1
+    las_gold = np.minimum(gold, others)
+    las_pred = np.where(head_right, np.minimum(pred, others), pad)
+    parts += [column("las.correct", _per_sentence(las_gold == las_pred, sentence_of, n)),
+              label_count_columns("las", _LAS_CLASSES, sentence_of, las_gold, las_pred, n)]
+    if mode == "official":
+        las_macro = Formula("las_macro_f1", "macro_f1", {"prefix": "las"})
+        las_micro = Formula("las_micro_f1", "ratio", {"num": "las.correct", "den": "words"})
+    else:
+        las_macro = Formula("las_macro_f1", "macro_f1", {"prefix": "att"})
+        las_micro = Formula("las_micro_f1", "ratio", {"num": "att.correct", "den": "words"})
+    formulas = [Formula("uas_macro_f1", "macro_f1", {"prefix": "uas"}), las_macro,
+                Formula("uas_micro_f1", "ratio", {"num": "head_right", "den": "words"}), las_micro,
+                Formula("uas", "ratio", {"num": "head_right", "den": "words"}),
+                Formula("las", "ratio", {"num": "att.correct", "den": "words"})]
+    return combine(parts, formulas)
+
+
+def statistics_ud(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequence[str]],
+                  pred_heads: Sequence[Sequence[int]], pred_deprels: Sequence[Sequence[str]],
+                  mode: MetricMode = "official") -> ExampleStatistics:
+    """Per-sentence statistics of `compute_ud`'s scores (same in both modes): head classes, words, right
+    heads, right universal labels, and per full label the labelled-attachment counts (`ud.*`)."""
+    check_mode(mode)
+    _check_shapes(gold_heads, gold_deprels, pred_heads, pred_deprels)
+    n = len(gold_heads)
+    sentence_of = np.repeat(np.arange(n), [len(h) for h in gold_heads])
+    head_names, head_block, head_right = _head_block(gold_heads, pred_heads, sentence_of, n)
+    gold_labels = [d for row in gold_deprels for d in row]
+    pred_labels = [d for row in pred_deprels for d in row]
+    labels = sorted(set(gold_labels) | set(pred_labels))
+    gold, pred = label_codes(gold_labels, labels), label_codes(pred_labels, labels)
+    attached = head_right & (gold == pred)
+    universal = np.fromiter((universal_deprel(g) == universal_deprel(p) for g, p in zip(gold_labels, pred_labels)),
+                            dtype=bool, count=len(gold_labels))
+    parts = [(head_names, head_block), column("words", np.bincount(sentence_of, minlength=n)),
+             column("head_right", _per_sentence(head_right, sentence_of, n)),
+             column("universal_right", _per_sentence(head_right & universal, sentence_of, n)),
+             column("ud.correct", _per_sentence(attached, sentence_of, n)),
+             label_count_columns("ud", labels, sentence_of, gold, pred, n, correct=attached)]
+    formulas = [Formula("uas_macro_f1", "macro_f1", {"prefix": "uas"}),
+                Formula("las_macro_f1", "macro_f1", {"prefix": "ud"}),
+                Formula("uas_micro_f1", "ratio", {"num": "head_right", "den": "words"}),
+                Formula("las_micro_f1", "ratio", {"num": "ud.correct", "den": "words"}),
+                Formula("uas", "ratio", {"num": "head_right", "den": "words"}),
+                Formula("las", "ratio", {"num": "universal_right", "den": "words"}),
+                Formula("las_full", "ratio", {"num": "ud.correct", "den": "words"})]
+    return combine(parts, formulas)

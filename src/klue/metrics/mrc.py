@@ -19,8 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+import numpy as np
+
 from klue.metrics.classification import check_aligned, check_mode
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics, Formula, column, combine
 
 TASK_NAME = "mrc"
 EXACT_MATCH = MetricSpec("exact_match", "EM")
@@ -286,3 +289,12 @@ def compute(gold_answers: Sequence[Sequence[str]], pred: Sequence[str], question
         breakdown=breakdown,
         n_examples=len(pred),
     )
+
+
+def statistics(gold_answers: Sequence[Sequence[str]], pred: Sequence[str], mode: MetricMode = "official") -> (
+        ExampleStatistics):
+    """Per-question statistics of `compute`'s scores: 1 and each per-question score (0-1, `q:<metric>`);
+    each metric is their mean."""
+    scores = per_question_scores(gold_answers, pred, mode)
+    parts = [column("n", np.ones(len(pred)))] + [column(f"q:{name}", values) for name, values in scores.items()]
+    return combine(parts, [Formula(name, "ratio", {"num": f"q:{name}", "den": "n"}) for name in scores])

@@ -21,6 +21,7 @@ import numpy as np
 
 from klue.metrics.classification import LabelCounts, check_aligned, check_mode, confusion_counts, f1_ratio
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics, Formula, combine, label_count_columns
 
 TASK_NAME = "ner"
 ENTITY_MACRO_F1 = MetricSpec("entity_macro_f1", "entity macro F1")
@@ -197,3 +198,43 @@ def compute(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], mode: 
         },
         n_examples=len(gold),
     )
+
+
+def statistics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], mode: MetricMode = "official") -> (
+        ExampleStatistics):
+    """Per-sentence statistics of `compute`'s scores: entity tp / predicted / gold per type (`ent.*`) and
+    character tp / predicted / gold per tag (`chr.*`; official: the 13 tags over the padded sentence,
+    corrected: the 12 entity tags without padding). Sentences never share an entity (the padding), so
+    the sums over sentences are `EntityCounts` and `character_counts` of the whole set."""
+    check_mode(mode)
+    _check_lengths(gold, pred)
+    n = len(gold)
+    lengths = np.fromiter((len(s) + 2 for s in gold), dtype=np.int64, count=n)
+    offsets = np.r_[0, np.cumsum(lengths)[:-1]]
+    gold_codes, pred_codes = _codes(gold, pad=True), _codes(pred, pad=True)
+    gold_keys, pred_keys = extract_entities(gold_codes), extract_entities(pred_codes)
+    tp_keys = np.intersect1d(gold_keys, pred_keys, assume_unique=True)
+    n_types = len(ENTITY_TYPES)
+    width = len(gold_codes) + 1
+
+    def per_sentence(keys: np.ndarray) -> np.ndarray:
+        sentence = np.searchsorted(offsets, keys // n_types // width, side="right") - 1
+        return np.bincount(sentence * n_types + keys % n_types, minlength=n * n_types).reshape(n, n_types)
+
+    entity_block = np.concatenate([per_sentence(tp_keys), per_sentence(pred_keys), per_sentence(gold_keys)], axis=1)
+    entity_names = [f"ent.{part}:{t}" for part in ("tp", "pred", "gold") for t in ENTITY_TYPES]
+    if mode == "official":
+        sentence_of = np.repeat(np.arange(n), lengths)
+        characters = label_count_columns("chr", TAGS, sentence_of, gold_codes, pred_codes, n)
+        char_formula = Formula("character_macro_f1", "macro_f1",
+                               {"prefix": "chr", "labels": list(TAGS), "zero_division": 1.0})
+    else:
+        sentence_of = np.repeat(np.arange(n), lengths - 2)
+        outside = _TAG_CODE[OUTSIDE]
+        g, p = _codes(gold, pad=False), _codes(pred, pad=False)
+        entity_tags = [t for t in TAGS if t != OUTSIDE]
+        characters = label_count_columns("chr", entity_tags, sentence_of, np.where(g == outside, -1, g),
+                                         np.where(p == outside, -1, p), n, correct=g == p)
+        char_formula = Formula("character_macro_f1", "macro_f1", {"prefix": "chr"})
+    return combine([(entity_names, entity_block), characters],
+                   [Formula("entity_macro_f1", "macro_f1", {"prefix": "ent"}), char_formula])

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from klue.metrics.classification import ACCURACY, MACRO_F1, LabelCounts, single_label_report
 from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.statistics import ExampleStatistics, single_label_statistics
 
 TASK_NAME = "nli"
 SPECS = (ACCURACY, MACRO_F1)  # the order of the report's scores
@@ -27,3 +28,9 @@ def compute(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
             mode: MetricMode = "official") -> MetricReport:
     """Scores `accuracy` (+ `macro_f1` as an extra); breakdown `f1_per_class`; confusion over `labels`."""
     return single_label_report(TASK_NAME, gold, pred, labels, SPECS, mode)
+
+
+def statistics(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
+               mode: MetricMode = "official") -> ExampleStatistics:
+    """Per-pair statistics of `compute`'s scores (same in both modes): correct, and per-label counts."""
+    return single_label_statistics(gold, pred, labels, [spec.name for spec in SPECS])

@@ -9,6 +9,7 @@ import numpy as np
 
 from klue.metrics.classification import LabelCounts, check_aligned, check_mode
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics, Formula, column, combine, label_codes
 
 TASK_NAME = "re"
 MICRO_F1 = MetricSpec("micro_f1", "micro F1")
@@ -150,3 +151,26 @@ def compute(gold: Sequence[str], pred: Sequence[str], probs: Sequence[Sequence[f
         },
         n_examples=len(gold),
     )
+
+
+def statistics(gold: Sequence[str], pred: Sequence[str], probs: Sequence[Sequence[float]] | None,
+               relations: Sequence[str], mode: MetricMode = "official") -> ExampleStatistics:
+    """Per-example statistics of `compute`'s scores: micro F1's tp / predicted / gold relations (not
+    no_relation), and for AUPRC (not decomposable) the example's probability of each relation (`prob:R`)
+    and its gold class (`gold:R`, 0/1), from which AUPRC is computed under any example weights. Without
+    `probs` (a run that has none) only `micro_f1`."""
+    check_mode(mode)
+    check_aligned(gold, pred, "labels")
+    _check_relations(relations)
+    _check_labels(gold, relations, "gold")
+    _check_labels(pred, relations, "predicted")
+    g, p = label_codes(gold, relations), label_codes(pred, relations)
+    none = relations.index(NO_RELATION)
+    parts = [column("mic.tp", (g == p) & (g != none)), column("mic.pred", p != none), column("mic.gold", g != none)]
+    formulas = [Formula("micro_f1", "f1", {"tp": "mic.tp", "pred": "mic.pred", "gold": "mic.gold"})]
+    if probs is not None:
+        matrix = _probability_matrix(probs, len(gold), len(relations))
+        parts += [([f"prob:{r}" for r in relations], matrix),
+                  ([f"gold:{r}" for r in relations], (g[:, None] == np.arange(len(relations))[None, :]))]
+        formulas.append(Formula("auprc", "auprc", {"labels": list(relations), "mode": mode}))
+    return combine(parts, formulas)

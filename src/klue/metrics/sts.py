@@ -10,6 +10,7 @@ import numpy as np
 
 from klue.metrics.classification import check_aligned, check_mode, f1_ratio
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics, Formula, column, combine
 
 TASK_NAME = "sts"
 PEARSONR = MetricSpec("pearsonr", "Pearson r")
@@ -155,3 +156,25 @@ def compute(gold: Sequence[float], pred: Sequence[float], mode: MetricMode = "of
         scores={"pearsonr": pearsonr(gold, pred), "f1": f1(gold, pred)},
         n_examples=len(gold),
     )
+
+
+def statistics(gold: Sequence[float], pred: Sequence[float], mode: MetricMode = "official") -> ExampleStatistics:
+    """Per-pair statistics of `compute`'s scores (same in both modes): 1, x, y, x^2, y^2, xy of the
+    prediction x and the gold y, both centred on their whole-set means (r does not change under a shift,
+    and centring keeps the sums of squares free of cancellation), and the thresholded tp / predicted /
+    gold positives of `f1`."""
+    check_mode(mode)
+    check_aligned(gold, pred, "scores")
+    y = _as_float_array(gold, "gold scores")
+    x = _as_float_array(pred, "predicted scores")
+    if len(x):
+        x, y = x - x.mean(), y - y.mean()
+    g = _as_float_array(gold, "gold scores") >= THRESHOLD
+    p = _as_float_array(pred, "predicted scores") >= THRESHOLD
+    formulas = {
+        "pearsonr": Formula("pearsonr", "pearson", {k: k for k in ("n", "x", "y", "xx", "yy", "xy")}),
+        "f1": Formula("f1", "f1", {"tp": "bin.tp", "pred": "bin.pred", "gold": "bin.gold"}),
+    }
+    return combine([column("n", np.ones(len(x))), column("x", x), column("y", y), column("xx", x * x),
+                    column("yy", y * y), column("xy", x * y), column("bin.tp", g & p), column("bin.pred", p),
+                    column("bin.gold", g)], [formulas[spec.name] for spec in SPECS])

@@ -9,8 +9,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from klue.metrics.classification import check_aligned, check_mode, f1_ratio
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics, Formula, column, combine
 
 TASK_NAME = "wos"
 JOINT_GOAL_ACC = MetricSpec("joint_goal_acc", "JGA")
@@ -188,3 +191,26 @@ def compute(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], mode: 
         breakdown={"per_domain": per_domain(gold, pred)},
         n_examples=len(gold),
     )
+
+
+def statistics(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], mode: MetricMode = "official") -> (
+        ExampleStatistics):
+    """Per-turn statistics of `compute`'s scores (the per-turn `WosCounts`): 1, exact state, the official
+    turn F1, and item tp / predicted / gold over the deduplicated states."""
+    check_mode(mode)
+    check_aligned(gold, pred, "turns")
+    rows = np.zeros((len(gold), 5))
+    for i, (g, p) in enumerate(zip(gold, pred)):
+        gold_set, pred_set = set(g), set(p)
+        rows[i] = (gold_set == pred_set, turn_f1(g, p), len(gold_set & pred_set), len(pred_set), len(gold_set))
+    parts = [column("turns", np.ones(len(gold)))] + [column(name, rows[:, j]) for j, name in enumerate(
+        ("joint", "turn_f1", "item.tp", "item.pred", "item.gold"))]
+    jga = Formula("joint_goal_acc", "ratio", {"num": "joint", "den": "turns", "empty": 0.0})
+    turn_mean = {"num": "turn_f1", "den": "turns", "empty": 0.0}
+    if mode == "official":
+        formulas = [jga, Formula("slot_micro_f1", "ratio", turn_mean)]
+    else:
+        formulas = [jga, Formula("slot_micro_f1", "f1", {"tp": "item.tp", "pred": "item.pred", "gold": "item.gold",
+                                                         "zero_division": 1.0}),
+                    Formula("turn_slot_f1", "ratio", turn_mean)]
+    return combine(parts, formulas)

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from klue.io import provenance
+from klue.metrics.resampling import Estimate
 from klue.reporting import svg
 from klue.reporting.aggregate import Aggregate, Row, Stat, TaskInfo
+from klue.reporting.intervals import REPORT_RESAMPLES, interval_text
 from klue.reporting.leaderboard import (
     NOT_OFFICIAL_MARK,
     Cell,
@@ -57,18 +59,23 @@ def _mode_badge(mode: str) -> str:
     return f' <span class="badge mode" title="metrics in {_e(mode)} mode, not the official code">{_e(mode)} metrics</span>'
 
 
-def _stat_html(stat: Stat | None) -> str:
+def _stat_html(stat: Stat | None, estimate: Estimate | None = None) -> str:
     if stat is None:
         return '<span class="dim">—</span>'
     std = f'<span class="std">±{stat.std:.2f}</span>' if stat.std is not None else ""
     tip = "values over seeds: " + ", ".join(f"{v:.2f}" for v in stat.values)
-    return f'<span class="num" title="{_e(tip)}">{stat.mean:.2f}</span>{std}'
+    ci = ""
+    if estimate is not None and interval_text(estimate):
+        tip += f"; 95% bootstrap interval {interval_text(estimate)}"
+        ci = f'<small class="ci">{_e(interval_text(estimate))}</small>'
+    return f'<span class="num" title="{_e(tip)}">{stat.mean:.2f}</span>{std}{ci}'
 
 
 class _Page:
-    def __init__(self, agg: Aggregate) -> None:
+    def __init__(self, agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> None:
         self.agg = agg
-        self.board = build_leaderboard(agg)
+        self.board = build_leaderboard(agg, n_resamples, seed)
+        self.intervals = self.board.intervals
         self.models = sorted({r.model for r in agg.rows} | {r.model for _, r in agg.failures},
                              key=lambda m: next((i for i, e in enumerate(agg.entries) if e.model == m), 99))
         self.reference = agg.references[0] if agg.references else None
@@ -131,11 +138,14 @@ class _Page:
 
     def leaderboard(self) -> str:
         board = self.board
+        tests = any(line.versus_next for line in board.lines)
         head = ("<tr><th>#</th><th>Model · protocol</th><th class=\"n\">KLUE score</th>"
                 + "".join(f'<th class="n" title="{_e(t.title)}: '
                           f'{_e(" / ".join(metric_label(m) for m in t.main_metrics))}">{_e(task_label(t))}'
                           + "".join(f"<small>{_e(metric_short(m))}</small>" for m in t.main_metrics) + "</th>"
-                          for t in board.tasks) + "</tr>")
+                          for t in board.tasks)
+                + ('<th class="n" title="difference from the next ranked model, paired bootstrap p-value; '
+                   '* p &lt; 0.05">vs next</th>' if tests else "") + "</tr>")
         body = []
         for line in board.lines:
             cls = "reference" if line.reference else ("local" if not line.official else "")
@@ -144,6 +154,9 @@ class _Page:
             cells = [self.board_cell(line.score, ref=line.reference, strong=True)]
             for task, cell in zip(board.tasks, line.tasks):
                 cells.append(self.board_cell(cell, ref=line.reference, task=task))
+            if tests:
+                sig = " sig" if line.versus_next.endswith("*") else ""
+                cells.append(f'<td class="n versus{sig}">{_e(line.versus_next)}</td>')
             family = "paper" if line.reference else _e(line.family)
             body.append(f'<tr class="{cls}"><td class="rank">{_e(line.rank)}</td><td class="model">{model}'
                         f'<small>{family} · {protocols}</small></td>{"".join(cells)}</tr>')
@@ -174,7 +187,8 @@ class _Page:
             text = text[: -len("</div>")] + mark + "</div>"
         else:
             text = _e(cell.text)
-        return f'<td class="{cls}" title="{_e(cell.title)}"{sort}>{text}{bar}</td>'
+        interval = f'<small class="ci">{_e(cell.interval)}</small>' if cell.interval else ""
+        return f'<td class="{cls}" title="{_e(cell.title)}"{sort}>{text}{interval}{bar}</td>'
 
     def overview(self) -> str:
         groups = []
@@ -186,9 +200,13 @@ class _Page:
                     continue
                 row = entry.rows[info.name]
                 mark = "" if row.protocol_official else f" {NOT_OFFICIAL_MARK}{row.protocol}"
+                found = self.intervals.of(row) if self.intervals is not None else None
+                estimate = found.task_estimate if found is not None else None
+                ci = f", 95% interval {interval_text(estimate)}" if estimate is not None else ""
                 bars.append(svg.Bar(entry.model, score.mean, score.std,
                                     f"{entry.model} — {task_label(info)} task score {score.format()}"
-                                    f" over {score.n} seed(s){mark}"))
+                                    f" over {score.n} seed(s){ci}{mark}",
+                                    estimate.low if estimate else None, estimate.high if estimate else None))
             if not bars:
                 continue
             ref = self.agg.reference_task_score(self.reference, info.name) if self.reference else None
@@ -201,7 +219,8 @@ class _Page:
                               unit="task score (mean of the main metrics, 0–100)", width=980,
                               colour_of=self.colour_of)
         return (f'<section id="overview"><h2>Task scores against the paper</h2><p class="explain">Each bar is '
-                f'a model\'s task score (mean of the task\'s main metrics, mean over seeds, whisker ±1 std); '
+                f'a model\'s task score (mean of the task\'s main metrics, mean over seeds; whisker: the 95% '
+                f'bootstrap interval where the runs kept their statistics, else ±1 std); '
                 f'the dashed tick is the paper\'s number.</p>{self.legend()}{chart}</section>')
 
     def legend(self, models: Sequence[str] | None = None, with_reference: bool = True) -> str:
@@ -221,16 +240,24 @@ class _Page:
         for row in rows:
             metrics += [m for m in row.metric_names() if m not in metrics]
         ref_scores = self.reference.scores.get(info.name, {}) if self.reference else {}
+        tested = self.intervals is not None and any(self.intervals.of(r) for r in rows)
+        extra = ('<th class="n">task score [95% CI]</th><th class="n" title="task score minus the next row\'s '
+                 '(next lower task score on the same examples), paired bootstrap p-value; * p &lt; 0.05">'
+                 'vs next</th>') if tested else ""
         head = ("<tr><th>Model</th><th>Protocol</th><th class=\"n\">Seeds</th><th class=\"n\">Train / eval</th>"
                 + "".join(f'<th class="n{" main" if m in info.main_metrics else ""}">{_e(metric_label(m))}</th>'
-                          for m in metrics) + "</tr>")
+                          for m in metrics) + extra + "</tr>")
         body = []
         for row in rows:
             n_train = sorted({r.n_train for _, r in row.runs})
             n_eval = sorted({r.n_eval for _, r in row.runs})
             seeds = ", ".join(map(str, row.seeds))
             failed = f' <span class="failed">({len(row.failures)} failed)</span>' if row.failures else ""
-            cells = "".join(f'<td class="n">{_stat_html(row.metric(m))}</td>' for m in metrics)
+            found = self.intervals.of(row) if self.intervals is not None else None
+            cells = "".join(f'<td class="n">{_stat_html(row.metric(m), found.estimates.get(m) if found else None)}'
+                            f'</td>' for m in metrics)
+            if tested:
+                cells += self.row_test_cells(info, row)
             body.append(f'<tr><td class="model"><a href="#{row_anchor(row)}">{_e(row.model)}</a>'
                         f'{_mode_badge(row.metric_mode)}</td><td>{_protocol_badge(row.protocol, row.protocol_official, row.protocol_description)}</td>'
                         f'<td class="n">{_e(seeds)}{failed}</td><td class="n">{_e("/".join(map(str, n_train)))} / '
@@ -258,24 +285,44 @@ class _Page:
                 f'<span class="sub">{_e(info.title)}</span></h2>{table}<ul class="protocols">{descriptions}</ul>'
                 f'<div class="figs">{"".join(f for f in figures if f)}</div>{curves_html}</section>')
 
+    def row_test_cells(self, info: TaskInfo, row: Row) -> str:
+        """The task score with its interval, and the paired test against the next row."""
+        found = self.intervals.of(row) if self.intervals is not None else None
+        estimate = found.task_estimate if found is not None else None
+        if estimate is None:
+            return '<td class="n dim">—</td><td class="n dim">—</td>'
+        test = self.intervals.row_tests.get(id(row)) if self.intervals is not None else None
+        versus = ('<td class="n dim">—</td>' if test is None else
+                  f'<td class="n versus{" sig" if test.significant else ""}" title="interval of the difference '
+                  f'{test.low:+.2f} to {test.high:+.2f}">{_e(test.text())}</td>')
+        return (f'<td class="n"><span class="num">{estimate.value:.2f}</span><small class="ci">'
+                f'{_e(interval_text(estimate))}</small></td>{versus}')
+
     def metric_chart(self, info: TaskInfo, rows: list[Row], metrics: list[str], ref: dict[str, float]) -> str:
         groups = []
+        any_interval = False
         for m in metrics:
             bars = []
             for row in rows:
                 stat = row.metric(m)
+                found = self.intervals.of(row) if self.intervals is not None else None
+                estimate = found.estimates.get(m) if found is not None else None
+                any_interval = any_interval or estimate is not None
                 if stat is not None:
+                    ci = f", 95% interval {interval_text(estimate)}" if estimate is not None else ""
                     bars.append(svg.Bar(row.model, stat.mean, stat.std,
                                         f"{row.model} ({row.protocol}) — {metric_label(m)}: {stat.format()}, "
-                                        f"{stat.n} seed(s)"))
+                                        f"{stat.n} seed(s){ci}", estimate.low if estimate else None,
+                                        estimate.high if estimate else None))
             if bars:
                 groups.append(svg.BarGroup(metric_label(m), tuple(_one_per_model(bars)), ref.get(m),
                                            f"paper: {ref[m]:.2f}" if m in ref else ""))
         models = list(dict.fromkeys(r.model for r in rows))
         chart = svg.bar_chart(groups, models, f"{task_label(info)}: every metric against the paper",
                               width=560, colour_of=self.colour_of)
+        whisker = "95% bootstrap interval (seeds combined)" if any_interval else "±1 std"
         return _figure(f"{task_label(info)} metrics vs paper", self.legend(models) + chart,
-                       "mean over seeds, whisker ±1 std; dashed tick: the paper")
+                       f"mean over seeds, whisker {whisker}; dashed tick: the paper")
 
     def confusion(self, info: TaskInfo, row: Row) -> str:
         summed = row.confusion()
@@ -455,14 +502,15 @@ def _figure(title: str, content: str, caption: str) -> str:
             f'{content}</figure>')
 
 
-def render_report(agg: Aggregate) -> str:
-    return _Page(agg).render()
+def render_report(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> str:
+    """The page; intervals and neighbour tests from `n_resamples` bootstrap resamples (0: none)."""
+    return _Page(agg, n_resamples, seed).render()
 
 
-def write_report(agg: Aggregate, path: Path) -> None:
+def write_report(agg: Aggregate, path: Path, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> None:
     from klue.io.atomic import write_text_atomic
 
-    write_text_atomic(path, render_report(agg))
+    write_text_atomic(path, render_report(agg, n_resamples, seed))
 
 
 _CSS = """
@@ -503,6 +551,8 @@ td.partial{font-style:italic;color:var(--soft)}td.failed,span.failed{color:#b326
 td.missing,.dim{color:#9aa3b2}
 .mini{position:relative;height:4px;background:#eef0f4;border-radius:2px;margin-top:4px;min-width:44px}
 small.partial-note{display:block;font-size:11px;font-weight:400}
+small.ci{display:block;font-size:11px;font-weight:400;color:var(--soft);white-space:nowrap}
+td.versus{font-size:12px;color:var(--soft);white-space:nowrap}td.versus.sig{color:var(--ok);font-weight:600}
 .mini span{position:absolute;left:0;top:0;bottom:0;background:var(--accent);border-radius:2px}
 .mini.ref span{background:#9aa3b2}.mini i{position:absolute;top:-3px;width:2px;height:10px;background:#444;margin-left:-1px}
 .std{color:var(--soft);font-size:11.5px;margin-left:3px}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from klue.reporting.aggregate import Aggregate, Entry, TaskInfo
+from klue.reporting.intervals import REPORT_RESAMPLES, Intervals, compute_intervals, interval_text
 
 CellKind = Literal["value", "partial", "failed", "missing", "reference", "text"]
 
@@ -54,6 +55,7 @@ class Cell:
     title: str = ""  # the longer story, shown on hover
     official: bool = True
     parts: list[str] = field(default_factory=list)  # one text per main metric (HTML stacks them)
+    interval: str = ""  # the 95% bootstrap interval of the value, "[low, high]", where known
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Line:
     tasks: list[Cell]
     reference: bool = False
     mode: str = "official"
+    versus_next: str = ""  # the paired test against the next ranked line: "+1.23 (p=0.004) *"
 
 
 @dataclass
@@ -75,9 +78,10 @@ class Leaderboard:
     headers: list[str]  # one per task: "NER (entity macro F1 / character macro F1)"
     lines: list[Line]
     notes: list[str] = field(default_factory=list)
+    intervals: Intervals | None = None
 
 
-def _task_cell(entry: Entry, info: TaskInfo) -> Cell:
+def _task_cell(entry: Entry, info: TaskInfo, intervals: Intervals | None = None) -> Cell:
     row = entry.rows.get(info.name)
     if row is None:
         error = entry.failed_tasks.get(info.name)
@@ -97,21 +101,29 @@ def _task_cell(entry: Entry, info: TaskInfo) -> Cell:
         title += f"; failed seeds: {', '.join(str(r.seed) for _, r in row.failures)}"
     if not row.protocol_official:
         text += NOT_OFFICIAL_MARK
-    return Cell(text, "value", score.mean if score else None, title, row.protocol_official, parts)
+    found = intervals.of(row) if intervals is not None else None
+    shown = interval_text(found.task_estimate) if found is not None else ""
+    if shown:
+        title += f"; task score {score.mean:.2f}, 95% bootstrap interval {shown}" if score else ""
+    return Cell(text, "value", score.mean if score else None, title, row.protocol_official, parts, shown)
 
 
-def _score_cell(entry: Entry) -> Cell:
+def _score_cell(entry: Entry, intervals: Intervals | None = None) -> Cell:
+    found = intervals.klue_scores.get((entry.model, entry.metric_mode)) if intervals is not None else None
+    shown = interval_text(found)
     if entry.klue_score is not None:
         official = entry.official
         title = f"mean of the {entry.n_tasks} task scores" + ("" if official else
                                                                "; includes non-official protocols")
+        if shown:
+            title += f"; 95% bootstrap interval {shown}"
         return Cell(f"{entry.klue_score:.2f}" + ("" if official else NOT_OFFICIAL_MARK), "value",
-                    entry.klue_score, title, official)
+                    entry.klue_score, title, official, interval=shown)
     if entry.partial_score is not None:
         return Cell(f"{entry.partial_score:.2f} (partial {entry.n_scored}/{entry.n_tasks})", "partial",
                     entry.partial_score,
                     f"partial: mean over {entry.n_scored} of {entry.n_tasks} tasks, not a KLUE score",
-                    entry.official)
+                    entry.official, interval=shown)
     return Cell("—", "missing", title="no task succeeded")
 
 
@@ -120,14 +132,19 @@ def _protocol_text(entry: Entry) -> str:
     return ", ".join(protocols) if protocols else "—"
 
 
-def build_leaderboard(agg: Aggregate) -> Leaderboard:
+def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> Leaderboard:
+    """The leaderboard of `agg`, with 95% bootstrap intervals and neighbour tests from `n_resamples`
+    resamples of the runs' stored statistics (0: none)."""
+    intervals = compute_intervals(agg, n_resamples, seed) if n_resamples else None
     tasks = list(agg.tasks.values())
     headers = [f"{task_label(t)} ({' / '.join(metric_label(m) for m in t.main_metrics)})" for t in tasks]
     lines = []
     for i, entry in enumerate(agg.entries, start=1):
         rank = str(i) if entry.klue_score is not None else ""
+        test = intervals.entry_tests.get((entry.model, entry.metric_mode)) if intervals is not None else None
         lines.append(Line(rank, entry.model, entry.model_family, _protocol_text(entry), entry.official,
-                          _score_cell(entry), [_task_cell(entry, t) for t in tasks], mode=entry.metric_mode))
+                          _score_cell(entry, intervals), [_task_cell(entry, t, intervals) for t in tasks],
+                          mode=entry.metric_mode, versus_next="" if test is None else test.text()))
     for ref in agg.references:
         cells = []
         for t in tasks:
@@ -149,7 +166,17 @@ def build_leaderboard(agg: Aggregate) -> Leaderboard:
         "comparable with the paper."),
         f"Reference: {'; '.join(r.model + ' — ' + r.source for r in agg.references)}.",
     ]
-    return Leaderboard(tasks, headers, lines, notes)
+    if intervals is not None and (intervals.klue_scores or intervals.rows):
+        notes.append(
+            f"[low, high]: 95% bootstrap interval of the KLUE score, or after a task's metrics of its task score "
+            f"({intervals.n_resamples} resamples of the evaluation examples, grouped as they belong together, "
+            "seeds combined; seed "
+            f"{intervals.seed}). vs next: the difference from the next ranked model and the p-value of a paired "
+            f"bootstrap on the same examples; * marks p < 0.05. `klue compare` tests two models metric by metric.")
+    if intervals is not None and intervals.without_statistics:
+        notes.append(f"{len(intervals.without_statistics)} run(s) have no per-example statistics (scored before "
+                     "klue kept them): their rows show no interval.")
+    return Leaderboard(tasks, headers, lines, notes, intervals)
 
 
 _MD_PUNCTUATION = "\\`*_[]|~"  # emphasis, code, links, tables, strikethrough
@@ -166,16 +193,21 @@ def md_text(text: str) -> str:
     return "".join(f"\\{c}" if c in _MD_PUNCTUATION else c for c in text)
 
 
+def _with_interval(cell: Cell) -> str:
+    return f"{cell.text} {cell.interval}" if cell.interval else cell.text
+
+
 def to_markdown(board: Leaderboard) -> str:
-    head = ["#", "Model", "Protocol", "KLUE score", *board.headers]
+    tests = any(line.versus_next for line in board.lines)
+    head = ["#", "Model", "Protocol", "KLUE score", *board.headers] + (["vs next"] if tests else [])
     out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---", "---", "---", "---:"] +
-                                                           ["---:"] * len(board.headers)) + "|"]
+                                                           ["---:"] * (len(head) - 4)) + "|"]
     for line in board.lines:
         model = f"*{md_text(line.model)}*" if line.reference else f"**{md_text(line.model)}**"
         if line.mode != "official":
             model += f" ({md_text(line.mode)} metrics)"
-        cells = [md_text(line.rank), model, md_text(line.protocol), md_text(line.score.text),
-                 *[md_text(c.text) for c in line.tasks]]
+        cells = [md_text(line.rank), model, md_text(line.protocol), md_text(_with_interval(line.score)),
+                 *[md_text(_with_interval(c)) for c in line.tasks]] + ([md_text(line.versus_next)] if tests else [])
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out += [f"- {md_html(note)}" for note in board.notes]  # our prose, with code spans; may quote names
@@ -211,7 +243,8 @@ def to_rich(board: Leaderboard) -> object:
         protocols = line.protocol.split(", ")
         shown = protocols[0] if len(protocols) == 1 else f"{len(protocols)} protocols (see the report)"
         model = f"{escape(line.model)}\n[dim]{escape(shown)}[/dim]"
-        table.add_row(line.rank, model, show(line.score), *[show(c) for c in line.tasks],
+        score = show(line.score) + (f"\n[dim]{escape(line.score.interval)}[/dim]" if line.score.interval else "")
+        table.add_row(line.rank, model, score, *[show(c) for c in line.tasks],
                       style="dim" if line.reference else None)
     return table
 

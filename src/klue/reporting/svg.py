@@ -60,6 +60,15 @@ class Bar:
     value: float
     std: float | None = None
     title: str = ""
+    low: float | None = None  # an interval (95% bootstrap) drawn as the whisker instead of ±std
+    high: float | None = None
+
+    def whisker(self) -> tuple[float, float] | None:
+        if self.low is not None and self.high is not None:
+            return (self.low, self.high)
+        if self.std:
+            return (self.value - self.std, self.value + self.std)
+        return None
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,8 @@ def legend(series: Sequence[str], reference: str | None = None) -> str:
 def bar_chart(groups: Sequence[BarGroup], series: Sequence[str], label: str, unit: str = "score (0–100)",
               width: float = 640, domain: tuple[float, float] | None = None,
               colour_of: Mapping[str, int] | None = None) -> str:
-    """Horizontal grouped bars, one group per metric/class, one bar per series, std whiskers,
+    """Horizontal grouped bars, one group per metric/class, one bar per series, whiskers (the bar's
+    interval, else ±std),
     and the reference value as a dashed tick across the group. `colour_of` keeps a series' colour the
     same across charts that show different subsets of series."""
     bar_h, gap, group_gap = 16, 3, 16
@@ -98,7 +108,7 @@ def bar_chart(groups: Sequence[BarGroup], series: Sequence[str], label: str, uni
     group_h = n * bar_h + (n - 1) * gap
     plot_h = len(groups) * group_h + max(len(groups) - 1, 0) * group_gap
     height = top + plot_h + 44
-    values = [b.value + (b.std or 0) for g in groups for b in g.bars] + [
+    values = [max(b.value, (b.whisker() or (0.0, 0.0))[1]) for g in groups for b in g.bars] + [
         g.reference for g in groups if g.reference is not None]
     lo, hi = domain if domain else (0.0, max(100.0, max(values, default=100.0)))
     ticks = nice_ticks(lo, hi)
@@ -129,12 +139,13 @@ def bar_chart(groups: Sequence[BarGroup], series: Sequence[str], label: str, uni
             tip = bar.title or f"{bar.series} — {group.label}: {bar.value:.2f}"
             body.append(f'<g class="bar"><title>{_e(tip)}</title><rect x="{x(lo):.1f}" y="{y:.1f}" '
                         f'width="{w:.1f}" height="{bar_h}" rx="2" fill="{fill}"/>')
-            if bar.std:
-                a, b = x(bar.value - bar.std), x(bar.value + bar.std)
+            whisker = bar.whisker()
+            if whisker is not None:
+                a, b = x(whisker[0]), x(whisker[1])
                 ym = y + bar_h / 2
                 body.append(f'<path class="whisker" d="M{a:.1f},{ym:.1f}H{b:.1f}M{a:.1f},{ym - 4:.1f}'
                             f'V{ym + 4:.1f}M{b:.1f},{ym - 4:.1f}V{ym + 4:.1f}"/>')
-            end = x(bar.value + (bar.std or 0))
+            end = x(max(bar.value, whisker[1])) if whisker is not None else x(bar.value)
             body.append(f'<text class="value" x="{end + 5:.1f}" y="{y + bar_h - 4:.1f}">'
                         f'{bar.value:.1f}</text></g>')
         if group.reference is not None:

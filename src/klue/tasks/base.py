@@ -30,6 +30,7 @@ from klue.errors import DataError, Problem, ProblemLog
 from klue.io.locate import FileRef, RootKind
 from klue.io.release import ArchiveFile, FileRole, OfficialFile
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics
 
 RecordT = TypeVar("RecordT")
 PredictionT = TypeVar("PredictionT")
@@ -175,6 +176,8 @@ class Task(Generic[RecordT, PredictionT]):
     parse_prediction: Callable[[Mapping[str, Any], ProblemLog, str], PredictionT | None]
     score: Callable[[Sequence[RecordT], Sequence[PredictionT], MetricMode], MetricReport]  # metric binding
     prediction_to_json: Callable[[PredictionT], dict[str, Any]] = prediction_json
+    # per-example statistics of `score`'s metrics (docs/statistics.md), aligned like `score`'s arguments
+    statistics: Callable[[Sequence[RecordT], Sequence[PredictionT], MetricMode], ExampleStatistics] | None = None
     guid: Callable[[RecordT], str] = attrgetter("guid")  # the guid a prediction must carry
     group_key: Callable[[RecordT], str] = attrgetter("guid")  # records sharing a key stay on one side
     other_readers: Mapping[str, Callable[[Path, ProblemLog], list[RecordT]]] = field(default_factory=dict)
@@ -214,6 +217,15 @@ class Task(Generic[RecordT, PredictionT]):
         """The official metrics of predictions aligned with `golds` (same order, same guids)."""
         check_aligned(self.name, [self.guid(g) for g in golds], [getattr(p, "guid", None) for p in preds])
         return self.score(golds, preds, mode)
+
+    def example_statistics(self, golds: Sequence[RecordT], preds: Sequence[PredictionT], mode: MetricMode) -> (
+            ExampleStatistics):
+        """Per-example statistics of the metrics of `evaluate` (one row per gold record, in order), from
+        which each metric of any resample of the examples is a sum away; DataError when the task has none."""
+        if self.statistics is None:
+            raise DataError(f"task {self.name!r} declares no per-example statistics")
+        check_aligned(self.name, [self.guid(g) for g in golds], [getattr(p, "guid", None) for p in preds])
+        return self.statistics(golds, preds, mode)
 
     def hf_layout(self) -> Any:
         """The task's `klue.io.hf.HfLayout`, or None when its package declares none."""

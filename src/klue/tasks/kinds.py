@@ -26,6 +26,7 @@ from klue.errors import DataError, ProblemLog
 from klue.io import formats
 from klue.io.fields import Fields, prediction_fields
 from klue.metrics.report import MetricMode, MetricReport
+from klue.metrics.statistics import ExampleStatistics
 from klue.tasks import hf_copy
 from klue.tasks.base import Task
 
@@ -167,6 +168,18 @@ def label_score(compute: Callable[..., MetricReport], labels: Sequence[str]) -> 
         return compute([g.label for g in golds], [p.label for p in preds], labels, mode=mode)
 
     return score
+
+
+def label_statistics(statistics: Callable[..., ExampleStatistics], labels: Sequence[str]) -> Callable[
+        [Sequence[Any], Sequence[Any], MetricMode], ExampleStatistics]:
+    """The per-example statistics binding of a single-label task, beside `label_score`:
+    `statistics(gold labels, predicted labels, labels, mode)`."""
+
+    def bound(golds: Sequence[Any], preds: Sequence[Any], mode: MetricMode) -> ExampleStatistics:
+        require_labelled(golds)
+        return statistics([g.label for g in golds], [p.label for p in preds], labels, mode=mode)
+
+    return bound
 
 
 # ------------------------------------------------------------------------------------ formats and reading

@@ -9,10 +9,12 @@ part of each label; `las_full` on the full labels).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from klue.errors import DataError, Problem
 from klue.metrics import dp as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
+from klue.metrics.statistics import ExampleStatistics
 from klue.tasks.base import Task, declare
 from klue.tasks.kinds import require_labelled
 
@@ -45,7 +47,8 @@ def prediction_problems(gold: DpRecord, pred: DpPrediction) -> list[str]:
     return problems
 
 
-def score(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: MetricMode) -> MetricReport:
+def _checked(golds: Sequence[DpRecord], preds: Sequence[DpPrediction]) -> bool:
+    """Whether the gold records carry UD labels, after refusing unusable predictions and mixed label sets."""
     require_labelled(golds)  # records read for prediction hold no gold to score against
     problems = [Problem("predictions", pred.guid, message)
                 for gold, pred in zip(golds, preds) for message in prediction_problems(gold, pred)]
@@ -54,14 +57,27 @@ def score(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: Metric
     label_sets = {g.label_set for g in golds}
     if len(label_sets) > 1:
         raise DataError("dp: the gold records mix KLUE and UD dependency labels; score them apart")
-    compute = metric.compute_ud if label_sets == {"ud"} else metric.compute
-    return compute([list(g.heads) for g in golds], [list(g.deprels) for g in golds], [list(p.heads) for p in preds],
-                   [list(p.deprels) for p in preds], mode=mode)
+    return label_sets == {"ud"}
+
+
+def _columns(golds: Sequence[DpRecord], preds: Sequence[DpPrediction]) -> tuple[list[list[Any]], ...]:
+    return ([list(g.heads) for g in golds], [list(g.deprels) for g in golds], [list(p.heads) for p in preds],
+            [list(p.deprels) for p in preds])
+
+
+def score(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: MetricMode) -> MetricReport:
+    compute = metric.compute_ud if _checked(golds, preds) else metric.compute
+    return compute(*_columns(golds, preds), mode=mode)
+
+
+def statistics(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: MetricMode) -> ExampleStatistics:
+    compute = metric.statistics_ud if _checked(golds, preds) else metric.statistics
+    return compute(*_columns(golds, preds), mode=mode)
 
 
 TASK: Task[DpRecord, DpPrediction] = declare(
     __name__, labels=DEPRELS, metric_specs=spec_map(metric.SPECS), record_type=DpRecord,
     prediction_type=DpPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, other_readers={"conllu": read_conllu},
+    parse_prediction=parse_prediction, score=score, statistics=statistics, other_readers={"conllu": read_conllu},
     from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from klue.metrics import mrc as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
+from klue.metrics.statistics import ExampleStatistics
 from klue.tasks.base import Task, declare
 from klue.tasks.kinds import require_labelled
 
@@ -33,10 +34,15 @@ def score(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction], mode: Metr
     return metric.compute([g.answer_texts for g in golds], [p.answer for p in preds], question_types, mode=mode)
 
 
+def statistics(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction], mode: MetricMode) -> ExampleStatistics:
+    require_labelled(golds)
+    return metric.statistics([g.answer_texts for g in golds], [p.answer for p in preds], mode=mode)
+
+
 TASK: Task[MrcRecord, MrcPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=MrcRecord,
     prediction_type=MrcPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, group_key=lambda r: r.context,
+    parse_prediction=parse_prediction, score=score, statistics=statistics, group_key=lambda r: r.context,
     other_readers={"korquad": read_korquad, "squad": read_korquad, "unchecked-offsets": read_unchecked_offsets},
     from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

@@ -15,6 +15,7 @@ from klue.errors import DataError
 from klue.io.locate import DataRoots
 from klue.metrics import wos as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
+from klue.metrics.statistics import ExampleStatistics
 from klue.tasks.base import Task, declare
 from klue.tasks.kinds import require_labelled
 
@@ -35,10 +36,15 @@ def score(golds: Sequence[WosTurn], preds: Sequence[WosPrediction], mode: Metric
     return metric.compute([list(g.state) for g in golds], [list(p.state) for p in preds], mode=mode)
 
 
+def statistics(golds: Sequence[WosTurn], preds: Sequence[WosPrediction], mode: MetricMode) -> ExampleStatistics:
+    require_labelled(golds)
+    return metric.statistics([list(g.state) for g in golds], [list(p.state) for p in preds], mode=mode)
+
+
 TASK: Task[WosTurn, WosPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=WosTurn,
     prediction_type=WosPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, group_key=lambda r: r.dialogue_guid,
+    parse_prediction=parse_prediction, score=score, statistics=statistics, group_key=lambda r: r.dialogue_guid,
     read_resource=read_ontology, from_hf=from_hf, adapter=".adapter:make_adapter",
     baseline=".baseline:make_baseline",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from klue.metrics import ynat as metric
 from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
-from klue.tasks.kinds import label_score
+from klue.tasks.kinds import label_score, label_statistics
 
 from .records import (
     LABELS,
@@ -25,6 +25,7 @@ from .records import (
 TASK: Task[YnatRecord, YnatPrediction] = declare(
     __name__, labels=LABELS, metric_specs=spec_map(metric.SPECS), record_type=YnatRecord,
     prediction_type=YnatPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=label_score(metric.compute, LABELS), other_readers={"ynat-resplit": read_resplit},
+    parse_prediction=parse_prediction, score=label_score(metric.compute, LABELS),
+    statistics=label_statistics(metric.statistics, LABELS), other_readers={"ynat-resplit": read_resplit},
     from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

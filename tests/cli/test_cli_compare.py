@@ -1,0 +1,55 @@
+"""`klue compare`: the table with a verdict, --json, and the one-line refusals (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from run_fixtures import write_run
+
+KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
+
+
+def klue(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=120, check=False,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+
+
+def assert_refused(run: subprocess.CompletedProcess[str], phrase: str) -> None:
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("klue: error:") == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert phrase in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_table_names_the_better_run_and_json_holds_every_number(tmp_path: Path) -> None:
+    write_run(tmp_path / "a", "strong", 1, accuracy=0.9)
+    write_run(tmp_path / "b", "weak", 1, accuracy=0.6)
+    table = klue("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--resamples", "200")
+    assert table.returncode == 0, table.stderr
+    assert "A is better on accuracy (p=0.005)" in table.stdout and "95% CI" in table.stdout, table.stdout
+    out = klue("compare", str(tmp_path / "a"), str(tmp_path / "a"), "--resamples", "100", "--json", "--seed", "4")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["resamples"], data["seed"]) == (100, 4)
+    [task] = data["tasks"]
+    assert (task["task"], task["n_examples"], task["n_units"]) == ("nli", 300, 100)
+    for metric in task["metrics"]:
+        assert metric["difference"] == 0.0 and metric["p_value"] == 1.0 and metric["p_bootstrap"] == 1.0
+        assert metric["verdict"].startswith("no significant difference")
+        assert metric["a"] == metric["b"] and metric["a"]["interval"][0] <= metric["a"]["value"]
+
+
+def test_refuses_other_evaluation_sets_and_metric_modes(tmp_path: Path) -> None:
+    write_run(tmp_path / "a", "m", 1, accuracy=0.8)
+    write_run(tmp_path / "other", "m", 1, accuracy=0.8, guid_prefix="other")
+    write_run(tmp_path / "corrected", "m", 1, accuracy=0.8, mode="corrected")
+    assert_refused(klue("compare", str(tmp_path / "a"), str(tmp_path / "other")), "different evaluation sets")
+    assert_refused(klue("compare", str(tmp_path / "a"), str(tmp_path / "corrected")), "different metric modes")
+
+
+def test_help_explains_the_run_forms() -> None:
+    result = klue("compare", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "BENCHDIR::MODEL" in result.stdout and "--resamples" in result.stdout and "--json" in result.stdout

@@ -41,7 +41,8 @@ class NerNameFinder:
         from klue.tasks.ner import NerRecord
         from klue.training.run import predict
 
-        self._cache = {t: v for t, v in self._cache.items() if t in set(texts)}  # keep one file's worth
+        wanted = set(texts)
+        self._cache = {t: v for t, v in self._cache.items() if t in wanted}  # keep one chunk's worth
         todo = sorted({t for t in texts if t.strip() and t not in self._cache})
         if not todo:
             return

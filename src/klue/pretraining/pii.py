@@ -19,7 +19,8 @@ maps to the same replacement. Pseudonyms are drawn from a random generator seede
 run's seed, in order of appearance, never from the original's value: a pseudonym reveals nothing about
 the original, and an unseeded run uses a fresh random seed.
 
-Nothing here writes or logs an original: reports hold counts by kind only.
+Nothing here writes or logs an original: reports hold counts by kind only. Files are streamed, and can be
+spread over processes or a Ray cluster with the same output bytes (pii_parallel.py).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ _SURNAME_WEIGHTS: tuple[tuple[str, int], ...] = (
 
 NameFinder = Callable[[str], Sequence[tuple[int, int]]]
 """Person-name spans (start, end) in a text: e.g. the PS entities of an NER model. A finder may also have
-`prefetch(texts)`, which `pseudonymise_files` calls with each file's texts first (batched inference)."""
+`prefetch(texts)`, which `pseudonymise_files` calls with each chunk's texts first (batched inference)."""
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -569,77 +570,17 @@ class FileReport:
     counts: dict[str, int]
 
 
-def _read_documents(path: str, text_field: str) -> tuple[str, list[object]]:
-    """("jsonl", objects) or ("text", lines): a .jsonl file holds one JSON object per line with the text
-    under `text_field`; any other file holds one document per line."""
-    from pathlib import Path
-
-    from klue.errors import DataError, ProblemLog
-    from klue.io.text import jsonl_objects
-    from klue.pretraining.corpus import read_corpus_text
-
-    # The corpus reader: a missing file, a directory, another encoding or NUL bytes are a DataError there.
-    lines = read_corpus_text(Path(path)).splitlines()
-    if not path.endswith(".jsonl"):
-        return "text", list(lines)
-    log = ProblemLog(path)
-    objects: list[object] = [obj for _, obj in jsonl_objects(lines, log, text_field)]
-    if log.errors:
-        raise DataError(log.problems)
-    return "jsonl", objects
-
-
 def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDetector, seed: int,
-                       text_field: str = "text", on_document: Callable[[], None] | None = None) -> dict[str, object]:
+                       text_field: str = "text", workers: int | None = None, executor: str = "local",
+                       ray_address: str | None = None, progress: bool = False) -> dict[str, object]:
     """Pseudonymise each input file into `output_dir/<same name>`; write and return the count report.
 
-    The report holds counts by kind, per file and in total; never an original or a pseudonym."""
-    import json
-    from pathlib import Path
+    The report holds counts by kind, per file and in total; never an original or a pseudonym. The inputs
+    are streamed and spread over `workers` processes (`executor="local"`; None: this process only, 0:
+    every core) or Ray tasks (`executor="ray"`, on `ray_address` or a local Ray; None or 0: every CPU of
+    the Ray); the output is the same bytes whatever the workers (pii_parallel.py says why). `progress`
+    shows a bar with the ETA on stderr."""
+    from klue.pretraining.pii_parallel import ParallelSettings, pseudonymise_corpus
 
-    from klue.errors import DataError
-    from klue.io.atomic import write_json_atomic, write_text_atomic
-
-    out = Path(output_dir)
-    names = [Path(p).name for p in inputs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise DataError(f"two inputs share the file name {duplicates[0]!r}; the outputs would collide")
-    files: list[FileReport] = []
-    total: Counter[str] = Counter()
-    for file_index, path in enumerate(inputs):
-        _, documents = _read_documents(str(path), text_field)
-        prefetch = getattr(detector.name_finder, "prefetch", None)
-        if prefetch is not None:
-            prefetch([d[text_field] if isinstance(d, dict) else str(d) for d in documents])
-        lines: list[str] = []
-        counts: Counter[str] = Counter()
-        changed = 0
-        for doc_index, document in enumerate(documents):
-            text = document[text_field] if isinstance(document, dict) else str(document)
-            result = pseudonymise(text, detector, document_rng(seed, file_index, doc_index))
-            counts.update(result.counts)
-            changed += bool(result.counts)
-            if isinstance(document, dict):
-                lines.append(json.dumps({**document, text_field: result.text}, ensure_ascii=False))
-            else:
-                lines.append(result.text)
-            if on_document is not None:
-                on_document()
-        target = out / Path(path).name
-        write_text_atomic(target, "\n".join(lines) + ("\n" if lines else ""))
-        files.append(FileReport(str(path), str(target), len(documents), changed,
-                                {k: counts.get(k, 0) for k in detector.kinds}))
-        total.update(counts)
-    report: dict[str, object] = {
-        "format": "klue.pii-report/1",
-        "kinds": list(detector.kinds),
-        "name_detection": "ner model" if detector.name_finder is not None else "kiwi + surname list",
-        "documents": sum(f.documents for f in files),
-        "documents_changed": sum(f.documents_changed for f in files),
-        "counts": {k: total.get(k, 0) for k in detector.kinds},
-        "files": [f.__dict__ for f in files],
-        "note": "counts only: originals and pseudonyms are never written here",
-    }
-    write_json_atomic(out / REPORT_FILE, report)
-    return report
+    settings = ParallelSettings(workers=workers, executor=executor, ray_address=ray_address)  # type: ignore[arg-type]
+    return pseudonymise_corpus(inputs, output_dir, detector, seed, text_field, settings, progress=progress)

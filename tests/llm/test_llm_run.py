@@ -171,3 +171,44 @@ def test_a_partial_run_is_never_ranked(tmp_path: Path) -> None:
                       dataclasses.replace(results, partial=task.name == "nli"))
     entry = next(e for e in load_aggregate(tmp_path).entries if e.model == "hf:x")
     assert entry.n_scored == len(registry.all_tasks()) and entry.klue_score is None and not entry.complete
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_batched_loglik_equals_a_full_forward(batch_size: int, tmp_path: Path) -> None:
+    """Contexts batched (left-padded), the context cache reused across continuations of one and several
+    tokens, a context asked twice: every log-likelihood equals one unpadded forward over context +
+    continuation, and is_greedy agrees."""
+    import random
+
+    import torch
+
+    from klue.llm.backends.base import LoglikRequest
+    from klue.llm.backends.hf import HfBackend
+    from klue.models.tiny import make_tiny_llama_dir
+
+    rng = random.Random(3)
+    syllables = "가나다라마바사아자차카타파하서울경제정치과학"
+    texts = [" ".join("".join(rng.choice(syllables) for _ in range(3)) for _ in range(12)) for _ in range(60)]
+    backend = HfBackend(str(make_tiny_llama_dir(tmp_path / "llama", texts)), cpu=True, batch_size=batch_size)
+    contexts = [f"문장: {texts[i][:rng.randint(5, 40)]}\n답:" for i in range(5)]
+    tok = backend.tokenizer
+    # a continuation of exactly one token (a vocabulary entry with its leading space) beside longer ones
+    single = next(text for text in (tok.convert_tokens_to_string([t]) for t in sorted(tok.get_vocab()))
+                  if text.startswith(" ") and len(text) > 1 and len(tok(text, add_special_tokens=False)["input_ids"]) == 1)
+    choices = [single, " 함의", " 모순", " 가나다라마바사아자", " 중립"]
+    requests = [LoglikRequest(c, x) for c in contexts for x in choices[:rng.randint(2, 5)]]
+    requests.append(requests[0])
+    answers = backend.loglik(requests)
+    for request, answer in zip(requests, answers):
+        context = tok(request.context)["input_ids"]
+        continuation = tok(request.continuation, add_special_tokens=False)["input_ids"]
+        with torch.inference_mode():
+            logits = backend.lm(torch.tensor([context + continuation])).logits[0].float()
+        logprobs = torch.log_softmax(logits[len(context) - 1:-1], dim=-1)
+        expected = float(sum(logprobs[k, t] for k, t in enumerate(continuation)))
+        greedy = all(int(logprobs[k].argmax()) == t for k, t in enumerate(continuation))
+        assert answer.logprob == pytest.approx(expected, abs=1e-4) and answer.n_tokens == len(continuation)
+        assert answer.is_greedy == greedy
+    assert answers[-1] == answers[0]
+    assert any(a.n_tokens > 1 for a in answers) and any(a.n_tokens == 1 for a in answers)
+    assert backend.usage.requests == len(requests)

@@ -184,6 +184,10 @@ class CachedBackend:
             return {"constrainable": self.capabilities.choices}
         if request.json_schema is not None:
             return {"constrainable": self.capabilities.json_schema}
+        if request.regex is not None:
+            return {"constrainable": self.capabilities.regex}
+        if request.span_of is not None:
+            return {"constrainable": self.capabilities.spans}
         return {}
 
     def _answer(self, kind: str, requests: Sequence[Any], ask: Callable[..., list[R]], result_type: type[R]) -> list[R]:

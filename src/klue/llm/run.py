@@ -99,11 +99,17 @@ def _prompt_text(prompts: TaskPrompts, record: Any, shots: Sequence[Any], form: 
 
 def _generate_request(prompts: TaskPrompts, record: Any, shots: Sequence[Any], form: str, constrained: bool,
                       capabilities: Any) -> GenerateRequest:
+    """The generation request; its constraint is the first the task declares and the backend can apply
+    (JSON schema, choices, regex, span), none when `constrained` is off."""
     schema = prompts.json_schema(record) if prompts.json_schema and constrained and capabilities.json_schema else None
     choices = (tuple(prompts.choice_strings(record)) if prompts.choice_strings and constrained
                and capabilities.choices and schema is None else None)
+    regex = (prompts.regex(record) if prompts.regex and constrained and getattr(capabilities, "regex", False)
+             and schema is None and choices is None else None)
+    span_of = (prompts.span_of(record) if prompts.span_of and constrained and getattr(capabilities, "spans", False)
+               and schema is None and choices is None and regex is None else None)
     common = {"max_new_tokens": prompts.max_new_tokens(record), "stop": prompts.stop,
-              "json_schema": schema_text(schema), "choices": choices}
+              "json_schema": schema_text(schema), "choices": choices, "regex": regex, "span_of": span_of}
     if form == CHAT:
         messages = tuple((m["role"], m["content"]) for m in chat_messages(prompts, record, shots))
         return GenerateRequest(messages=messages, **common)

@@ -11,8 +11,10 @@ Two prompt forms are built from the same parts:
 
 Scoring modes: `loglik` (only where `choices` is given): the normalised probabilities of the choices give the
 prediction (`from_choices`); `generate`: greedy text up to `max_new_tokens` (or a stop), optionally constrained
-by `json_schema` / `choice_strings`, parsed by `parse`. A parse that fails must still give a prediction that
-scores as wrong (`Parsed.ok` False): the engine counts the failures and never drops an example.
+by `json_schema`, `choice_strings`, `regex` or `span_of` (the first of these a task declares and the backend
+can apply),
+parsed by `parse`. A parse that fails must still give a prediction that scores as wrong (`Parsed.ok` False):
+the engine counts the failures and never drops an example.
 
 Label words are the official label names or their descriptions, one per label, unique (the guard tests
 check it): the index of a choice is the label's index in the task's label order.
@@ -65,6 +67,10 @@ class TaskPrompts:
     stop: tuple[str, ...] = ("\n\n",)
     json_schema: Callable[[Any], Mapping[str, Any]] | None = None
     choice_strings: Callable[[Any], Sequence[str]] | None = None  # a closed set of whole answers
+    # a regular expression (Rust/Python common syntax, no lookaround) every valid answer matches in full
+    regex: Callable[[Any], str] | None = None
+    # extractive answers: the text every valid answer is a substring of (an empty answer allowed)
+    span_of: Callable[[Any], str] | None = None
     notes: str = ""  # what a reader of results should know (e.g. "AUPRC needs loglik")
     # metrics that mean nothing in a mode (RE's AUPRC from generated names): left out of that mode's scores
     not_applicable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -42,10 +42,14 @@ class GenerateRequest:
     stop: tuple[str, ...] = ()
     json_schema: str | None = None  # a JSON schema, serialised (sorted keys), for constrained decoding
     choices: tuple[str, ...] | None = None  # a closed set of whole answers, for constrained decoding
+    regex: str | None = None  # a regular expression the whole answer matches, for constrained decoding
+    span_of: str | None = None  # extractive answers: the answer is a substring of this text (or empty)
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a GenerateRequest has a prompt or messages, exactly one")
+        if sum(c is not None for c in (self.json_schema, self.choices, self.regex, self.span_of)) > 1:
+            raise ValueError("a GenerateRequest has at most one constraint (json_schema, choices, regex, span_of)")
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,15 @@ class Capabilities:
     chat: bool = False  # chat messages (a chat template / the chat endpoint)
     json_schema: bool = False  # constrained generation by a JSON schema
     choices: bool = False  # constrained generation to one of a closed set of strings
+    regex: bool = False  # constrained generation by a regular expression
+    spans: bool = False  # constrained generation to a substring of a given text
+    constrained_by: str | None = None  # what applies the constraints, e.g. "llguidance 1.9.1" (in process)
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"loglik": self.loglik, "completion": self.completion, "chat": self.chat,
-                "json_schema": self.json_schema, "choices": self.choices, "notes": list(self.notes)}
+                "json_schema": self.json_schema, "choices": self.choices, "regex": self.regex,
+                "spans": self.spans, "constrained_by": self.constrained_by, "notes": list(self.notes)}
 
 
 @dataclass

@@ -1,11 +1,14 @@
 """The in-process backend: a transformers causal LM (`hf:NAME_OR_DIR`).
 
 - Log-likelihood: the context is run once and its key/value cache reused for every continuation of that
-  context (the choices of one example: 30 relation descriptions cost one context pass, not 30), the
-  continuations batched, right-padded. The context and the continuation are tokenized apart (context with
+  context (the choices of one example: 30 relation descriptions cost one context pass, not 30); contexts
+  are batched (left-padded, longest together), the continuations batched too, right-padded. The context and the continuation are tokenized apart (context with
   the tokenizer's special tokens, continuation without), so the continuation's tokens are exactly its own:
   nothing straddles the boundary by construction.
-- Generation: greedy, batched, left-padded; a stop string cuts the text after decoding.
+- Generation: greedy, batched, left-padded; a stop string cuts the text after decoding. A request's
+  constraint (choices, JSON schema or regex) is applied by llguidance as a token mask per sequence
+  (`klue.llm.constrained`); without llguidance, or for a constraint that does not compile, the answer is
+  generated unconstrained, counted in `usage` and said in the capabilities' notes (never silently).
 - Chat form: the tokenizer's chat template (a model without one has `chat` False in its capabilities).
 Hand-written on top of transformers because the reuse of one context cache across choices and the exact
 continuation boundary are what log-likelihood scoring needs, and `generate` alone offers neither.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,11 @@ from klue.llm.backends.base import (
     LoglikResult,
     Usage,
 )
+from klue.llm.constrained import LIBRARY, Constrainer, GrammarMasks, RowState, library_version
+
+# Continuation passes take up to this many times `batch_size` rows (each a copy of its context's cache rows):
+# fewer, fuller forwards; lower the batch size for long prompts on a large model.
+REST_ROWS_PER_BATCH = 4
 
 
 def _fingerprint(name: str, model: Any) -> str:
@@ -55,9 +64,33 @@ def _cache_arg() -> str:
     return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
 
 
+def _last_logits_only(lm: Any) -> dict[str, int]:
+    """The forward argument that computes logits at the last position only (`logits_to_keep`; older
+    releases `num_logits_to_keep`; none for a model without it): a context pass needs no other, and the
+    full [positions x vocabulary] logits of a long prompt cost more than the rest of a small model."""
+    import inspect
+
+    names = inspect.signature(lm.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in names:
+            return {name: 1}
+    return {}
+
+
 def _cache_of(output: Any) -> Any:
     cache = output.get("cache") if hasattr(output, "get") else None
     return cache if cache is not None else output.past_key_values
+
+
+def _cache_rows(cache: Any, rows: Any) -> Any:
+    """A cache holding `rows` of `cache` (repeats allowed), leaving `cache` as it was: its layer objects are
+    copied shallowly before the beam-search reorder replaces their tensors."""
+    import copy
+
+    chosen = copy.copy(cache)
+    chosen.layers = [copy.copy(layer) for layer in cache.layers]
+    chosen.reorder_cache(rows)
+    return chosen
 
 
 def cut_at_stop(text: str, stops: Sequence[str]) -> str:
@@ -65,10 +98,24 @@ def cut_at_stop(text: str, stops: Sequence[str]) -> str:
     return text[:min(positions)] if positions else text
 
 
+def _constrainer(tokenizer: Any, lm: Any, wanted: bool) -> tuple[Constrainer | None, str]:
+    """The constraint compiler for this tokenizer, or None and why not (not wanted, llguidance absent, a
+    tokenizer it cannot read): the run then parses unconstrained and its capabilities say so."""
+    if not wanted:
+        return None, "constrained decoding switched off"
+    if library_version() is None:
+        return None, f"{LIBRARY} is not installed (pip install 'klue[llm]')"
+    width = int(lm.get_output_embeddings().weight.shape[0])
+    try:
+        return Constrainer(tokenizer, width), ""
+    except (ValueError, TypeError, RuntimeError) as error:  # e.g. a slow (Python) tokenizer
+        return None, f"{LIBRARY} cannot use this tokenizer ({error})"
+
+
 class HfBackend:
     name = "hf"
 
-    def __init__(self, model_name: str, *, cpu: bool = False, batch_size: int = 8) -> None:
+    def __init__(self, model_name: str, *, cpu: bool = False, batch_size: int = 8, constrained: bool = True) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -82,14 +129,20 @@ class HfBackend:
         self.model = model_name
         self.batch_size = max(1, batch_size)
         self.cache_arg = _cache_arg()
+        self.last_logits_only = _last_logits_only(self.lm)
         self.max_positions = int(getattr(self.lm.config, "max_position_embeddings", 0) or 1 << 30)
         self.fingerprint = _fingerprint(model_name, self.lm)
         self.usage = Usage()
-        has_template = bool(getattr(self.tokenizer, "chat_template", None))
-        self.capabilities = Capabilities(loglik=True, completion=True, chat=has_template,
-                                         notes=("in process; constrained decoding not offered",))
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        self.constrainer, why_not = _constrainer(self.tokenizer, self.lm, constrained)
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        can = self.constrainer is not None
+        self.capabilities = Capabilities(
+            loglik=True, completion=True, chat=has_template, json_schema=can, choices=can, regex=can, spans=can,
+            constrained_by=f"{LIBRARY} {self.constrainer.version}" if self.constrainer is not None else None,
+            notes=(f"in process; constrained decoding with {LIBRARY} (JSON schema, choices, regex, spans)" if can else
+                   f"in process; generated answers are parsed unconstrained: {why_not}",))
 
     # -- prompts -------------------------------------------------------------------------------------
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
@@ -100,9 +153,12 @@ class HfBackend:
                                                       tokenize=False, add_generation_prompt=True))
 
     def _context_ids(self, text: str, room: int = 0) -> list[int]:
-        """The prompt's tokens; one longer than the model takes (leaving `room` for what follows) keeps its
+        """The prompt's tokens, fitted (`_fit`) to leave `room` positions for what follows."""
+        return self._fit(list(self.tokenizer(text, add_special_tokens=True)["input_ids"]), room)
+
+    def _fit(self, ids: list[int], room: int) -> list[int]:
+        """A prompt's tokens; one longer than the model takes (leaving `room` for what follows) keeps its
         last tokens (the example and its cue) and is counted in usage as `truncated_prompts`."""
-        ids = list(self.tokenizer(text, add_special_tokens=True)["input_ids"])
         if not ids:
             raise BackendError("an empty context has no next-token distribution")
         limit = self.max_positions - room
@@ -114,61 +170,95 @@ class HfBackend:
             ids = ids[len(ids) - limit:]
         return ids
 
-    def _continuation_ids(self, text: str) -> list[int]:
-        ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-        if not ids:
-            raise BackendError(f"the continuation {text!r} has no tokens")
-        return ids
-
     # -- log-likelihood ------------------------------------------------------------------------------
     def loglik(self, requests: Sequence[LoglikRequest]) -> list[LoglikResult]:
         by_context: dict[str, list[int]] = {}
         for index, request in enumerate(requests):
             by_context.setdefault(request.context, []).append(index)
+        conts = self._encode_many([r.continuation for r in requests], special=False)
+        for request, ids in zip(requests, conts):
+            if not ids:
+                raise BackendError(f"the continuation {request.continuation!r} has no tokens")
+        contexts = self._encode_many(list(by_context), special=True)
+        groups = [(self._fit(ids, room=max(len(conts[i]) for i in indices)), indices)
+                  for ids, indices in zip(contexts, by_context.values())]
+        # longest contexts together: little padding in a batch
+        groups.sort(key=lambda group: -len(group[0]))
         results: list[LoglikResult | None] = [None] * len(requests)
-        for context, indices in by_context.items():
-            continuations = [requests[i].continuation for i in indices]
-            for i, result in zip(indices, self._score_context(context, continuations)):
-                results[i] = result
+        for start in range(0, len(groups), self.batch_size):
+            batch = groups[start:start + self.batch_size]
+            scored = self._score_contexts([ids for ids, _ in batch], [[conts[i] for i in idx] for _, idx in batch])
+            for (_, indices), answers in zip(batch, scored):
+                for i, answer in zip(indices, answers):
+                    results[i] = answer
+        for ids, indices in groups:
+            self.usage.requests += len(indices)
+            self.usage.prompt_tokens += len(ids) + sum(len(conts[i]) for i in indices)
         return [r for r in results if r is not None]
 
-    def _score_context(self, context: str, continuations: Sequence[str]) -> list[LoglikResult]:
+    def _encode_many(self, texts: Sequence[str], special: bool) -> list[list[int]]:
+        """Token ids of many texts in one tokenizer call (the fast tokenizer batches them in Rust)."""
+        unique = list(dict.fromkeys(texts))
+        encoded = self.tokenizer(unique, add_special_tokens=special)["input_ids"] if unique else []
+        by_text = {text: list(ids) for text, ids in zip(unique, encoded)}
+        return [by_text[text] for text in texts]
+
+    def _score_contexts(self, contexts: Sequence[list[int]], conts: Sequence[Sequence[list[int]]]
+                        ) -> list[list[LoglikResult]]:
+        """Each context's continuations scored: one forward over the batch of contexts (left-padded), whose
+        last position predicts every continuation's first token; then, for continuations of two tokens or
+        more, forwards over their tokens (all but the last) from the contexts' key/value cache, the cache
+        rows repeated per continuation, `REST_ROWS_PER_BATCH * batch_size` continuations at a time.
+        Log-probabilities are read with one gather per forward, no per-token Python loop."""
         import torch
 
-        conts = [self._continuation_ids(c) for c in continuations]
-        context_ids = self._context_ids(context, room=max(len(c) for c in conts))
-        self.usage.requests += len(conts)
-        self.usage.prompt_tokens += len(context_ids) + sum(len(c) for c in conts)
-        with torch.inference_mode():
-            out = self.lm(torch.tensor([context_ids], device=self.device), use_cache=True)
-            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
-            results: list[LoglikResult] = []
-            for start in range(0, len(conts), self.batch_size):
-                chunk = conts[start:start + self.batch_size]
-                results += self._score_chunk(_cache_of(out), len(context_ids), first, chunk)
-        return results
-
-    def _score_chunk(self, past: Any, n_context: int, first: Any, chunk: Sequence[list[int]]) -> list[LoglikResult]:
-        import copy
-
-        import torch
-
-        width = max(len(c) for c in chunk)
+        width = max(len(c) for c in contexts)
         pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([c + [pad] * (width - len(c)) for c in chunk], device=self.device)
-        mask = torch.tensor([[1] * (n_context + len(c)) + [0] * (width - len(c)) for c in chunk], device=self.device)
-        cache = copy.deepcopy(past)  # the context's cache serves every chunk: each chunk works on a copy
-        cache.batch_repeat_interleave(len(chunk))
-        logits = self.lm(ids, attention_mask=mask, use_cache=True, **{self.cache_arg: cache}).logits.float()
+        ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=self.device)
+        mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        lengths = mask.sum(-1)
+        with torch.inference_mode():
+            out = self.lm(ids, attention_mask=mask, position_ids=positions, use_cache=True, **self.last_logits_only)
+            first = torch.log_softmax(out.logits[:, -1].float(), dim=-1)  # [contexts, vocab]
+            first_best = first.argmax(-1).tolist()
+            rows = [(c, k) for c in range(len(contexts)) for k in range(len(conts[c]))]
+            head = torch.tensor([conts[c][k][0] for c, k in rows], device=self.device)
+            owner = torch.tensor([c for c, _ in rows], device=self.device)
+            head_logprob = first[owner, head].tolist()
+            totals = {row: lp for row, lp in zip(rows, head_logprob)}
+            greedy = {(c, k): first_best[c] == conts[c][k][0] for c, k in rows}
+            longer = [(c, k) for c, k in rows if len(conts[c][k]) > 1]
+            past = _cache_of(out)
+            step = REST_ROWS_PER_BATCH * self.batch_size
+            for start in range(0, len(longer), step):
+                chunk = longer[start:start + step]
+                for row, (logprob, best) in zip(chunk, self._score_rest(past, mask, lengths, conts, chunk)):
+                    totals[row] += logprob
+                    greedy[row] = greedy[row] and best
+        return [[LoglikResult(totals[(c, k)], len(conts[c][k]), greedy[(c, k)]) for k in range(len(conts[c]))]
+                for c in range(len(contexts))]
+
+    def _score_rest(self, past: Any, mask: Any, lengths: Any, conts: Sequence[Sequence[list[int]]],
+                    chunk: Sequence[tuple[int, int]]) -> list[tuple[float, bool]]:
+        """(log-probability of tokens 1.. of each continuation, whether each was the argmax) for `chunk`
+        (context index, continuation index), from the contexts' cache `past`."""
+        import torch
+
+        tokens = [conts[c][k] for c, k in chunk]
+        width = max(len(t) for t in tokens) - 1  # the last token is predicted, never fed
+        pad = self.tokenizer.pad_token_id
+        owner = torch.tensor([c for c, _ in chunk], device=self.device)
+        fed = torch.tensor([t[:-1] + [pad] * (width - len(t) + 1) for t in tokens], device=self.device)
+        target = torch.tensor([t[1:] + [pad] * (width - len(t) + 1) for t in tokens], device=self.device)
+        real = torch.tensor([[1] * (len(t) - 1) + [0] * (width - len(t) + 1) for t in tokens], device=self.device)
+        positions = lengths[owner].unsqueeze(-1) + torch.arange(width, device=self.device)
+        logits = self.lm(fed, attention_mask=torch.cat([mask[owner], real], dim=-1), position_ids=positions,
+                         use_cache=True, **{self.cache_arg: _cache_rows(past, owner)}).logits.float()
         logprobs = torch.log_softmax(logits, dim=-1)
-        results = []
-        for row, cont in enumerate(chunk):
-            # token 0 is predicted by the context's last position, token k by the continuation's k-1
-            predicted = [first] + [logprobs[row, k - 1] for k in range(1, len(cont))]
-            total = sum(float(p[t]) for p, t in zip(predicted, cont))
-            greedy = all(int(p.argmax()) == t for p, t in zip(predicted, cont))
-            results.append(LoglikResult(total, len(cont), greedy))
-        return results
+        picked = torch.where(real.bool(), logprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1), 0.0)
+        best = (logprobs.argmax(-1) == target) | (real == 0)
+        return list(zip(picked.sum(-1).tolist(), best.all(-1).tolist()))
 
     # -- generation ----------------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
@@ -185,30 +275,62 @@ class HfBackend:
 
     def _generate_chunk(self, chunk: Sequence[GenerateRequest]) -> list[GenerateResult]:
         import torch
+        from transformers import LogitsProcessorList
 
         prompts = [self._prompt_of(r) for r in chunk]
         encoded = [self._context_ids(p, room=r.max_new_tokens) for p, r in zip(prompts, chunk)]
         width = max(len(e) for e in encoded)
         pad = self.tokenizer.pad_token_id
+        eos = self.tokenizer.eos_token_id
         ids = torch.tensor([[pad] * (width - len(e)) + e for e in encoded], device=self.device)  # left padding
         mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=self.device)
         budget = max(r.max_new_tokens for r in chunk)
+        rows = [RowState(self._matcher(r), r.max_new_tokens) for r in chunk]
+        processors = LogitsProcessorList([GrammarMasks(rows, width, eos)] if any(r.matcher for r in rows) else [])
         with torch.inference_mode():
             out = self.lm.generate(input_ids=ids, attention_mask=mask, max_new_tokens=budget, do_sample=False,
-                                   pad_token_id=pad, eos_token_id=self.tokenizer.eos_token_id)
+                                   pad_token_id=pad, eos_token_id=eos, logits_processor=processors)
         results = []
-        for row, request in enumerate(chunk):
+        for row, (request, state) in enumerate(zip(chunk, rows)):
             new = out[row, width:width + request.max_new_tokens].tolist()
-            eos = self.tokenizer.eos_token_id
+            if state.n_answer is not None:  # the grammar ended the answer (no EOS to end it)
+                new = new[:state.n_answer]
             if eos is not None and eos in new:
                 new = new[:new.index(eos)]
             text = cut_at_stop(self.tokenizer.decode(new, skip_special_tokens=True), request.stop)
+            if state.failed:
+                self._count("constraint_dropped")
+                self._note(f"a constraint was dropped during generation ({state.failed}); that answer is "
+                           "unconstrained (counted in usage.constraint_dropped)")
             self.usage.requests += 1
             self.usage.prompt_tokens += len(encoded[row])
             self.usage.completion_tokens += len(new)
-            results.append(GenerateResult(text, len(encoded[row]), len(new), False,
-                                          "length" if len(new) >= request.max_new_tokens else "stop"))
+            finished = state.n_answer is not None or len(new) < request.max_new_tokens
+            results.append(GenerateResult(text, len(encoded[row]), len(new),
+                                          state.matcher is not None and not state.failed,
+                                          "stop" if finished else "length"))
         return results
+
+    def _matcher(self, request: GenerateRequest) -> Any:
+        """The request's compiled constraint (None without one, or when it does not compile: then the
+        answer is generated unconstrained, counted and noted in the capabilities)."""
+        if self.constrainer is None:
+            return None
+        matcher, error = self.constrainer.matcher(request)
+        if error:
+            self._count("constraint_errors")
+            self._note(f"a constraint did not compile ({error}); those answers are unconstrained (counted in "
+                       "usage.constraint_errors)")
+        return matcher
+
+    def _count(self, name: str) -> None:
+        self.usage.extra[name] = self.usage.extra.get(name, 0) + 1
+
+    def _note(self, note: str) -> None:
+        """A note in the capabilities (they go into results.json), each kind once."""
+        head = note.split(" (")[0]
+        if not any(n.startswith(head) for n in self.capabilities.notes):
+            self.capabilities = replace(self.capabilities, notes=(*self.capabilities.notes, note))
 
     def close(self) -> None:
         pass

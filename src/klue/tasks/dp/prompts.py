@@ -9,6 +9,7 @@ line, so the `"\\n\\n"` stop never cuts it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from klue.io.locate import DataRoots
@@ -131,11 +132,21 @@ def max_new_tokens(record: DpRecord) -> int:
     return 16 + 12 * len(record.words)
 
 
+def answer_regex(record: DpRecord) -> str:
+    """The answers that parse in full (for constrained decoding): one line per word in order, its index, a
+    head in 0..n and a label of the record's label set, tab-separated."""
+    n = len(record.words)
+    heads = "|".join(str(head) for head in range(n + 1))
+    labels = r"\S+" if record.label_set == "ud" else "|".join(re.escape(label) for label in DEPRELS)
+    return r"\n".join(rf"{i}\t(?:{heads})\t(?:{labels})" for i in range(1, n + 1))
+
+
 def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
     """DP prompts; `roots` is unused (the prompts need no resource file)."""
     return TaskPrompts(
         version=VERSION, instruction=INSTRUCTION, cue=CUE, render=render, gold_answer=gold_answer, parse=parse,
         modes=(GENERATE,), default_mode=GENERATE, max_new_tokens=max_new_tokens, stop=("\n\n",),
+        regex=answer_regex,
         notes="a word without a valid `index<TAB>head<TAB>label` line is scored as wrong (a head and label "
               "other than the gold); ok is False unless every word has one",
     )

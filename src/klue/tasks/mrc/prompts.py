@@ -67,6 +67,7 @@ def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
     return TaskPrompts(
         version=VERSION, instruction=INSTRUCTION, cue=CUE, render=render, gold_answer=gold_answer, parse=parse,
         modes=(GENERATE,), default_mode=GENERATE, max_new_tokens=max_new_tokens, stop=("\n\n",),
+        span_of=lambda record: record.context,
         notes="the first line of the answer is scored as written; ok is False when it is not a span of the "
               "context; an empty answer means unanswerable",
     )

@@ -196,8 +196,10 @@ def max_new_tokens(record: NerRecord) -> int:
 
 
 def json_schema(record: NerRecord) -> Mapping[str, Any]:
-    """A JSON list of {text, type} with the official type codes (for backends that constrain output)."""
-    item = {"type": "object", "properties": {"text": {"type": "string"}, "type": {"enum": list(ENTITY_TYPES)}},
+    """A JSON list of {text, type} with the official type codes (for backends that constrain output); a
+    mention is no longer than the sentence, which also keeps a constrained answer from running on."""
+    text = {"type": "string", "maxLength": len(record.text)}
+    item = {"type": "object", "properties": {"text": text, "type": {"enum": list(ENTITY_TYPES)}},
             "required": ["text", "type"], "additionalProperties": False}
     return {"type": "array", "items": item}
 

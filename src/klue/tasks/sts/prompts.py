@@ -102,11 +102,15 @@ def parse(record: StsRecord, text: str) -> Parsed:
     return Parsed(StsPrediction(record.guid, clipped), True, note)
 
 
+# The answers constrained decoding allows: a score 0-5 with at most one decimal, as the instruction asks.
+ANSWER_REGEX = r"[0-4](?:\.[0-9])?|5(?:\.0)?"
+
+
 def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
     """STS's prompts; `roots` is unused (the prompts need no resource file)."""
     return TaskPrompts(
         version=VERSION, instruction=INSTRUCTION, cue=CUE, render=render, gold_answer=gold_answer, parse=parse,
         modes=(LOGLIK, GENERATE), default_mode=LOGLIK, choices=choices, from_choices=from_choices,
-        gold_choice=gold_choice, max_new_tokens=lambda record: 8,
+        gold_choice=gold_choice, max_new_tokens=lambda record: 8, regex=lambda record: ANSWER_REGEX,
         notes="loglik: the expected value of the scores 0-5; generate: the first number, clipped to 0-5",
     )

@@ -35,6 +35,8 @@ _EXAMPLE_VALUES = 2  # otherwise this many examples
 # Hangul syllable is 3 byte tokens); capped at a whole state of 20 pairs with a margin.
 _TOKENS_PER_TURN = 160
 _MAX_TOKENS = 1536
+# The longest value a constrained answer may write: the ontology's longest value has 23 characters.
+VALUE_MAX_CHARS = 32
 
 Ontology = Mapping[str, Sequence[str]]
 
@@ -165,9 +167,9 @@ def max_new_tokens(record: WosTurn) -> int:
 
 def make_json_schema(slots: Sequence[str]) -> Callable[[WosTurn], Mapping[str, Any]]:
     """A JSON object whose keys are ontology slots and whose values are strings (no value lists: see the
-    module docstring)."""
-    schema = {"type": "object", "properties": {slot: {"type": "string"} for slot in slots},
-              "additionalProperties": False}
+    module docstring) of at most `VALUE_MAX_CHARS` characters, so a constrained answer ends within budget."""
+    value = {"type": "string", "maxLength": VALUE_MAX_CHARS}
+    schema = {"type": "object", "properties": {slot: value for slot in slots}, "additionalProperties": False}
 
     def json_schema(record: WosTurn) -> Mapping[str, Any]:
         return schema

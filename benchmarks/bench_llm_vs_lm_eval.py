@@ -1,0 +1,194 @@
+"""Log-likelihood scoring: klue's in-process backend against lm-evaluation-harness's `hf` model, same model,
+same requests, one process.
+
+The model is a tiny Llama built from a config with seeded random weights and a byte-level BPE tokenizer
+trained on the spot (`klue.models.tiny.make_tiny_llama_dir`), saved to a temporary directory that both
+sides load. The requests are the ones `klue llm` sends in log-likelihood mode: per example the zero-shot
+completion prompt (`klue.tasks.prompting.completion_prompt`) as the context and `" " + choice` for each
+choice, for the first `--examples` NLI dev pairs (3 choices) and the YNAT dev sample (7 choices) under
+KLUE_DATA_DIR / KLUE_EXTRA_DATA_DIR (`--tasks re`: RE's 30 relation descriptions on its train sample);
+synthetic Korean contexts with 3 choices when the data is absent.
+
+- lm-evaluation-harness: `lm_eval.models.huggingface.HFLM(pretrained=DIR, device="cpu", dtype=float32,
+  batch_size=B)` and `loglikelihood()` on `lm_eval.api.instance.Instance` requests (each choice a full
+  context + continuation sequence; its one-token-continuation logits cache is on, as by default).
+- klue: `klue.llm.backends.hf.HfBackend(DIR, cpu=True, batch_size=B).loglik()` (each context once, its
+  key/value cache reused for the choices).
+
+Both give (log-likelihood, is_greedy) per request; the script reports the largest absolute difference of
+the log-likelihoods (goal: 1e-4) and whether is_greedy agrees. Speed: each side scores all requests
+`--repeat` times, alternating which goes first; requests/s from each run's wall time, the median and the
+best reported, and the ratio of the medians; also the ratio of the median CPU seconds of this process
+(less sensitive to other processes on a shared machine than wall time). Run it on an idle machine when you can; on a shared one the
+alternation keeps the ratio fair, not the absolute figures.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_llm_vs_lm_eval.py [--examples 200] [--repeat 3]
+        [--tasks nli,ynat] [--threads 1] [--batch-size 8] [--json out.json] [--profile klue.prof]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+Pair = tuple[str, str]  # (context, continuation)
+
+
+def klue_requests(examples: int, tasks: Sequence[str]) -> tuple[list[Pair], str, list[str]]:
+    """The log-likelihood requests `klue llm` builds (zero-shot, completion form), the data described, and
+    texts to train the tokenizer on; synthetic Korean when the KLUE files are absent."""
+    from klue import registry
+    from klue.tasks.kinds import ReadingLog
+    from klue.tasks.prompting import LOGLIK, completion_prompt
+
+    klue_dir = Path(os.environ.get("KLUE_DATA_DIR", "/work/shared/data/klue"))
+    extra_dir = Path(os.environ.get("KLUE_EXTRA_DATA_DIR", "/work/shared/data"))
+    files = {"nli": klue_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json",
+             "ynat": extra_dir / "klue-partial" / "ynat-v1.1" / "ynat-v1_dev_sample_10.json",
+             "re": extra_dir / "klue-derived" / "re-train-sample" / "klue-re-v1.1_train.sample3247.json"}
+    sources = [(name, files[name], examples) for name in tasks]
+    pairs: list[Pair] = []
+    described: list[str] = []
+    texts: list[str] = []
+    for name, path, limit in sources:
+        if not path.is_file():
+            continue
+        task = registry.get(name)
+        records = task.reader("official")(path, ReadingLog(str(path), purpose="score"))[:limit]
+        prompts = task.make_prompts(None)
+        assert prompts.choices is not None
+        for record in records:
+            context = completion_prompt(prompts, record, [], LOGLIK)
+            pairs += [(context, " " + choice) for choice in prompts.choices(record)]
+            texts.append(prompts.render(record))
+        described.append(f"{name}: {len(records)} examples from {path.name}")
+    if pairs:
+        return pairs, "; ".join(described), texts
+    return synthetic_requests(examples)
+
+
+def synthetic_requests(examples: int) -> tuple[list[Pair], str, list[str]]:
+    rng = random.Random(0)
+    syllables = "가나다라마바사아자차카타파하서울한국경제정치사회문화세계과학스포츠오늘내일에서으로를은는이가"
+    words = ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(400)]
+    texts, pairs = [], []
+    for _ in range(examples):
+        premise = " ".join(rng.choice(words) for _ in range(rng.randint(8, 20)))
+        hypothesis = " ".join(rng.choice(words) for _ in range(rng.randint(4, 10)))
+        texts += [premise, hypothesis]
+        context = f"전제와 가설의 관계를 답하세요.\n\n전제: {premise}\n가설: {hypothesis}\n답:"
+        pairs += [(context, " " + choice) for choice in ("함의", "모순", "중립")]
+    return pairs, f"synthetic: {examples} NLI-shaped Korean examples, 3 choices", texts
+
+
+def lm_eval_scorer(model_dir: Path, batch_size: int) -> Callable[[Sequence[Pair]], list[tuple[float, bool]]]:
+    import torch
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=str(model_dir), device="cpu", dtype=torch.float32, batch_size=batch_size)
+
+    def score(pairs: Sequence[Pair]) -> list[tuple[float, bool]]:
+        instances = [Instance(request_type="loglikelihood", doc={}, arguments=pair, idx=i)
+                     for i, pair in enumerate(pairs)]
+        return [(float(lp), bool(greedy)) for lp, greedy in lm.loglikelihood(instances, disable_tqdm=True)]
+
+    return score
+
+
+def klue_scorer(model_dir: Path, batch_size: int) -> Callable[[Sequence[Pair]], list[tuple[float, bool]]]:
+    from klue.llm.backends.base import LoglikRequest
+    from klue.llm.backends.hf import HfBackend
+
+    backend = HfBackend(str(model_dir), cpu=True, batch_size=batch_size)
+
+    def score(pairs: Sequence[Pair]) -> list[tuple[float, bool]]:
+        results = backend.loglik([LoglikRequest(c, x) for c, x in pairs])
+        return [(r.logprob, bool(r.is_greedy)) for r in results]
+
+    return score
+
+
+def timed(score: Callable[[Sequence[Pair]], list[tuple[float, bool]]], pairs: Sequence[Pair]
+          ) -> tuple[float, float, list[Any]]:
+    """(wall seconds, this process's CPU seconds, the answers)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    out = score(pairs)
+    return time.perf_counter() - start, time.process_time() - cpu, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=int, default=200, help="examples per task (YNAT: its 10-example sample)")
+    parser.add_argument("--tasks", default="nli,ynat", help="comma-separated, of nli, ynat, re (RE: 30 choices, "
+                                                            "from the 3,247-example train sample)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per side, alternating")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (both sides)")
+    parser.add_argument("--batch-size", type=int, default=8, help="batch size of both sides")
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--profile", type=Path, help="cProfile klue's side once into this file")
+    args = parser.parse_args()
+
+    import torch
+
+    from klue.models.tiny import make_tiny_llama_dir
+
+    torch.set_num_threads(args.threads)
+    pairs, data, texts = klue_requests(args.examples, args.tasks.split(","))
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = make_tiny_llama_dir(Path(tmp) / "llama", texts, hidden_size=args.hidden, layers=args.layers)
+        sides = {"lm_eval": lm_eval_scorer(model_dir, args.batch_size), "klue": klue_scorer(model_dir, args.batch_size)}
+        timings: dict[str, list[float]] = {name: [] for name in sides}
+        cpu_times: dict[str, list[float]] = {name: [] for name in sides}
+        outputs: dict[str, list[Any]] = {}
+        for run in range(args.repeat):
+            order = list(sides) if run % 2 == 0 else list(reversed(sides))
+            for name in order:
+                seconds, cpu, outputs[name] = timed(sides[name], pairs)
+                timings[name].append(seconds)
+                cpu_times[name].append(cpu)
+                print(f"run {run + 1}: {name:8s} {len(pairs) / seconds:8.1f} requests/s ({seconds:.2f} s wall, "
+                      f"{cpu:.2f} s CPU)", flush=True)
+        if args.profile is not None:
+            import cProfile
+
+            cProfile.runctx("score(pairs)", {}, {"score": sides["klue"], "pairs": pairs}, str(args.profile))
+    theirs, ours = outputs["lm_eval"], outputs["klue"]
+    diffs = [abs(a[0] - b[0]) for a, b in zip(theirs, ours)]
+    rates = {name: [len(pairs) / s for s in seconds] for name, seconds in timings.items()}
+    figures = {
+        "data": data, "requests": len(pairs), "contexts": len({c for c, _ in pairs}),
+        "threads": args.threads, "batch_size": args.batch_size, "repeat": args.repeat,
+        "model": f"llama, {args.layers} layers, width {args.hidden}, random weights (seed 0)",
+        "max_abs_loglik_diff": max(diffs), "mean_abs_loglik_diff": statistics.fmean(diffs),
+        "is_greedy_agree": sum(a[1] == b[1] for a, b in zip(theirs, ours)) / len(pairs),
+        "requests_per_s_median": {name: statistics.median(r) for name, r in rates.items()},
+        "requests_per_s_best": {name: max(r) for name, r in rates.items()},
+        "speedup_median": statistics.median(rates["klue"]) / statistics.median(rates["lm_eval"]),
+        "cpu_s_median": {name: statistics.median(c) for name, c in cpu_times.items()},
+        "speedup_cpu_median": statistics.median(cpu_times["lm_eval"]) / statistics.median(cpu_times["klue"]),
+        "lm_eval_version": _version("lm_eval"), "torch": torch.__version__, "transformers": _version("transformers"),
+    }
+    print(json.dumps(figures, indent=2, ensure_ascii=False))
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+if __name__ == "__main__":
+    main()

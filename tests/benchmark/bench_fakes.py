@@ -85,3 +85,19 @@ def killing_cell(spec: CellSpec) -> Results:
     if kill.is_file() and kill.read_text() == f"{spec.task}/seed{spec.seed}":
         os.kill(os.getpid(), signal.SIGKILL)
     return counting_cell(spec)
+
+
+SLOW_MARK = "slow-at"  # file in the benchmark dir holding "<task>/seed<k>": that cell hangs, its pid in slow-pid
+
+
+def slow_cell(spec: CellSpec) -> Results:
+    """`counting_cell`, except that the marked cell first writes its process id and hangs (a long cell that an
+    interrupted benchmark leaves unfinished): it never counts as a call."""
+    import os
+
+    out = benchmark_dir(spec)
+    slow = out / SLOW_MARK
+    if slow.is_file() and slow.read_text() == f"{spec.task}/seed{spec.seed}":
+        (out / "slow-pid").write_text(str(os.getpid()))
+        time.sleep(120)
+    return counting_cell(spec)

@@ -20,7 +20,8 @@ from bench_fakes import (
 
 from klue import registry
 from klue.benchmark.cells import CellSpec, choose_protocol, model_slug, run_cell
-from klue.benchmark.runner import BenchmarkPlan, cell_done, run_benchmark, worker_count
+from klue.benchmark.executors import worker_count
+from klue.benchmark.runner import BenchmarkPlan, cell_done, run_benchmark
 from klue.errors import DataError
 from klue.io.locate import DataRoot
 from klue.results import read_results, write_results

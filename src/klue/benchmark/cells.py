@@ -9,21 +9,30 @@ judge made of that file (`klue.scoring.judge`, the path `klue score` takes). `cl
 `klue.baselines.run`, anything else to `klue.training.run`; both are imported inside the cell so that the
 runner starts fast and a missing family fails only its cells. Tests and plug-ins pass their own family:
 `functools.partial(run_cell, family=my_family)`.
+
+`execute_cell` is what every executor (klue.benchmark.executors) runs for a cell: the runner, then the
+cell's results.json written atomically as its last act, or its failure recorded.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from klue.errors import DataError
+from klue.io.atomic import write_text_atomic
 from klue.io.locate import DataRoots
+from klue.io.output import OutputError, output_error
 from klue.protocols import ProtocolData
-from klue.results import CLASSIC, ENCODER, LLM, PREDICTIONS_FILE, Results
+from klue.results import CLASSIC, ENCODER, LLM, PREDICTIONS_FILE, RESULTS_FILE, Results, write_results
 from klue.tasks.base import Task
 
 LOG_FILE = "log.txt"
@@ -117,6 +126,11 @@ def model_slug(model: str) -> str:
 def is_llm(model: str) -> bool:
     """`hf:...` and `openai:...` name prompted LMs (klue.llm.spec); anything else but `classic` an encoder."""
     return model.startswith(("hf:", "openai:"))
+
+
+def uses_gpu(model: str) -> bool:
+    """Encoders and in-process LMs use a GPU where there is one; classic baselines and `openai:` servers do not."""
+    return model != CLASSIC and not model.startswith("openai:")
 
 
 def family_name(model: str) -> str:
@@ -250,3 +264,62 @@ class CellOutcome:
     wall_time_s: float = 0.0
     protocol: str = ""
     cannot_write: bool = False  # the cell failed to write its output (full disk, read-only): so would the rest
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (file descriptors too, for C libraries) to `path`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with path.open("a", encoding="utf-8") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def execute_cell(cell_runner: CellRunner, spec: CellSpec, capture_output: bool = True) -> CellOutcome:
+    """Run one cell and write its results.json (ok or failed). KeyboardInterrupt writes nothing.
+
+    A cell whose failure cannot even be recorded (the disk filled up) still reports it to the runner, with
+    both errors, so the terminal and the manifest say what happened."""
+    start = time.perf_counter()
+    try:
+        spec.path.mkdir(parents=True, exist_ok=True)
+        (spec.path / ERROR_FILE).unlink(missing_ok=True)
+        capture = _output_to(spec.path / LOG_FILE) if capture_output else _nothing()
+    except OSError as error:
+        return CellOutcome(spec, "failed", describe_failure(output_error(spec.path, error)).error, {},
+                           time.perf_counter() - start, spec.protocol, cannot_write=True)
+    with capture:
+        try:
+            results = cell_runner(spec)
+            if not results.wall_time_s:
+                results.wall_time_s = time.perf_counter() - start
+            write_results(spec.path / RESULTS_FILE, results)
+            return CellOutcome(spec, results.status, results.error, dict(results.scores), results.wall_time_s,
+                               results.protocol)
+        except Exception as error:  # noqa: BLE001 - any failure of a cell is recorded, and the run goes on
+            info = describe_failure(error)
+            elapsed = time.perf_counter() - start
+            message, cannot_write = info.error, isinstance(error, OutputError)
+            try:
+                write_text_atomic(spec.path / ERROR_FILE, info.trace)
+                write_results(spec.path / RESULTS_FILE, failed_results(spec, info.error, elapsed))
+            except (OSError, DataError) as unrecorded:
+                message = f"{info.error}; the failure itself could not be recorded: {describe_failure(unrecorded).error}"
+                cannot_write = True
+            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield

@@ -24,6 +24,8 @@ class Invocation:
     cells_skipped: int = 0  # already done before this invocation
     cells_ok: int = 0
     cells_failed: int = 0
+    # what ran the cells: {"name": "local", "workers": N, ...} or {"name": "ray", "address": ..., resources}
+    executor: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,36 +1,25 @@
-"""The benchmark runner: every (task x model x seed) cell, resumable, failures recorded, in worker processes.
+"""The benchmark runner: every (task x model x seed) cell, resumable, failures recorded, by an executor.
 
 A cell is done once its `results.json` exists, reads back valid and has status ok; it is written
 atomically as the cell's last act, so an interrupted benchmark resumes by running the same command.
 A failing cell is recorded with status "failed" and its error (full traceback in `error.txt`), and
 the benchmark goes on; a failed cell is tried again by the next run.
 
-Cells run in worker processes from `concurrent.futures.ProcessPoolExecutor` (spawn start method, so a
-worker never inherits a half-initialised CUDA or thread pool); each worker's output goes to the cell's
-`log.txt`, keeping the terminal for the progress bar. With several GPUs each worker owns one
-(`CUDA_VISIBLE_DEVICES`). `jobs=0` runs cells in this process without capturing output (debugging).
+The runner decides which cells are to run, keeps the manifest (`benchmark.json`, each invocation with its
+executor) and shows progress; an executor (klue.benchmark.executors) runs the cells: local worker
+processes by default (`jobs=0`: in this process, for debugging), or Ray tasks (`ray=RayOptions(...)`,
+klue.benchmark.ray_executor). Every executor runs a cell through the same `execute_cell`.
 
 The hook: `cell_runner(spec) -> Results` replaces the whole cell (default `run_cell`); to keep the real
 protocol resolution and swap only the model, pass `functools.partial(run_cell, family=...)`. A runner
-must be picklable (a module-level function or a partial of one) when jobs >= 1.
+must be picklable (a module-level function or a partial of one) when jobs >= 1 or with Ray.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import shutil
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -45,25 +34,24 @@ from rich.progress import (
 from klue.benchmark.cells import (
     AUTO_PROTOCOL,
     CLASSIC,
-    ERROR_FILE,
     FILES_PROTOCOL,
-    LOG_FILE,
     CellOutcome,
     CellRunner,
     CellSpec,
     FilesChoice,
-    describe_failure,
-    failed_results,
     model_slug,
     run_cell,
 )
+from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
 from klue.io import provenance
-from klue.io.atomic import write_text_atomic
 from klue.io.lock import exclusive
-from klue.io.output import OutputError, check_output_dir, output_error
-from klue.results import RESULTS_FILE, read_results, write_results
+from klue.io.output import OutputError, check_output_dir
+from klue.results import RESULTS_FILE, read_results
+
+if TYPE_CHECKING:
+    from klue.benchmark.ray_executor import RayOptions
 
 
 @dataclass(frozen=True)
@@ -163,161 +151,63 @@ def _check_same_files(files: FilesChoice, results: Any, path: Path) -> None:
                             "cell to run it again", path)
 
 
-@contextmanager
-def _output_to(path: Path) -> Iterator[None]:
-    """Send this process's stdout and stderr (file descriptors too, for C libraries) to `path`."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with path.open("a", encoding="utf-8") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
-def execute_cell(cell_runner: CellRunner, spec: CellSpec, capture_output: bool = True) -> CellOutcome:
-    """Run one cell and write its results.json (ok or failed). KeyboardInterrupt writes nothing.
-
-    A cell whose failure cannot even be recorded (the disk filled up) still reports it to the runner, with
-    both errors, so the terminal and the manifest say what happened."""
-    start = time.perf_counter()
-    try:
-        spec.path.mkdir(parents=True, exist_ok=True)
-        (spec.path / ERROR_FILE).unlink(missing_ok=True)
-        capture = _output_to(spec.path / LOG_FILE) if capture_output else _nothing()
-    except OSError as error:
-        return CellOutcome(spec, "failed", describe_failure(output_error(spec.path, error)).error, {},
-                           time.perf_counter() - start, spec.protocol, cannot_write=True)
-    with capture:
-        try:
-            results = cell_runner(spec)
-            if not results.wall_time_s:
-                results.wall_time_s = time.perf_counter() - start
-            write_results(spec.path / RESULTS_FILE, results)
-            return CellOutcome(spec, results.status, results.error, dict(results.scores), results.wall_time_s,
-                               results.protocol)
-        except Exception as error:  # noqa: BLE001 - any failure of a cell is recorded, and the run goes on
-            info = describe_failure(error)
-            elapsed = time.perf_counter() - start
-            message, cannot_write = info.error, isinstance(error, OutputError)
-            try:
-                write_text_atomic(spec.path / ERROR_FILE, info.trace)
-                write_results(spec.path / RESULTS_FILE, failed_results(spec, info.error, elapsed))
-            except (OSError, DataError) as unrecorded:
-                message = f"{info.error}; the failure itself could not be recorded: {describe_failure(unrecorded).error}"
-                cannot_write = True
-            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write)
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
-def visible_gpus() -> list[str]:
-    """GPU ids this process may use: CUDA_VISIBLE_DEVICES if set, else what `nvidia-smi -L` lists."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        listing = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(i) for i, line in enumerate(ln for ln in listing.splitlines() if ln.startswith("GPU "))]
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """End this worker the moment the benchmark process that started it dies, however it dies (kill -9
-    gives it no chance to stop its workers): the kernel's parent-death signal on Linux, and a watchdog
-    thread everywhere, which also covers a parent that died before the signal was armed."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        pr_set_pdeathsig = 1
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass  # the watchdog below still ends the worker, within a second
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)  # no cleanup to run: every result file is written atomically
-
-    threading.Thread(target=watch, name="klue-parent-watchdog", daemon=True).start()
-
-
-def _init_worker(gpu_ids: Any, threads: int, parent_pid: int) -> None:
-    """Runs once in each worker: die with the parent, take one GPU, and a fair share of the CPU threads."""
-    _die_with_parent(parent_pid)
-    if gpu_ids is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids.get()
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(threads))
-
-
-def worker_count(jobs: int | None, models: Sequence[str], gpus: Sequence[str]) -> int:
-    """None = one worker per GPU (at least one); with GPUs and GPU models, never more workers than GPUs."""
-    uses_gpu = any(m != CLASSIC for m in models) and bool(gpus)
-    if jobs is None:
-        return max(1, len(gpus)) if uses_gpu else 1
-    if jobs < 0:
-        raise DataError(f"--jobs must be 0 (in this process) or more, not {jobs}")
-    return min(jobs, len(gpus)) if uses_gpu and jobs > 0 else jobs
-
-
-def _new_manifest(plan: BenchmarkPlan, jobs: int, previous: Manifest | None) -> Manifest:
+def _new_manifest(plan: BenchmarkPlan, executor: Executor, previous: Manifest | None) -> Manifest:
     now = provenance.utc_now()
     history = previous.invocations if previous else []
     return Manifest(
         models=list(plan.models), tasks=list(plan.tasks), seeds=list(plan.seeds), protocol=plan.protocol,
-        metric_mode=plan.mode, jobs=jobs, data_dir=plan.data_dir, extra_data_dir=plan.extra_data_dir,
+        metric_mode=plan.mode, jobs=executor.workers, data_dir=plan.data_dir, extra_data_dir=plan.extra_data_dir,
         overrides=dict(plan.overrides), klue_version=provenance.library_versions().get("klue", "unknown"),
         git_revision=provenance.git_revision(), started_at=now,
-        invocations=[*history, Invocation(started_at=now)],
+        invocations=[*history, Invocation(started_at=now, executor=executor.describe())],
     )
 
 
+def make_executor(plan: BenchmarkPlan, jobs: int | None, ray: RayOptions | None) -> Executor:
+    """Local processes (or this process), or Ray tasks when `ray` is given (Ray started or connected here)."""
+    if ray is None:
+        return local_executor(jobs, plan.models)
+    from klue.benchmark.ray_executor import RayExecutor
+
+    return RayExecutor(ray, jobs, plan.models, plan.out)
+
+
 def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs: int | None = 1,
-                  console: Console | None = None) -> BenchmarkSummary:
+                  console: Console | None = None, ray: RayOptions | None = None) -> BenchmarkSummary:
     """Run every cell of `plan` that is not done yet; see the module docstring. One benchmark per
-    directory at a time: a second one on the same `out` is refused (klue.io.lock)."""
+    directory at a time: a second one on the same `out` is refused (klue.io.lock). `ray` runs the cells
+    as Ray tasks (`jobs` = cells in flight, default the cluster's CPUs / CPUs per cell)."""
+    if ray is not None:
+        from klue.benchmark.ray_executor import import_ray
+
+        import_ray()  # without Ray, its one sentence before anything is touched
     check_output_dir(plan.out, "--out")
     with exclusive(plan.out, "klue benchmark"):
-        return _run_benchmark(plan, cell_runner, jobs, console)
+        cells = plan.cells()
+        todo = [c for c in cells if not cell_done(c)]
+        executor = make_executor(plan, jobs, ray)
+        try:
+            return _run_benchmark(plan, cells, todo, cell_runner, executor, console or Console(stderr=True))
+        finally:
+            executor.close()
 
 
-def _run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner, jobs: int | None,
-                   console: Console | None) -> BenchmarkSummary:
-    cells = plan.cells()
-    todo = [c for c in cells if not cell_done(c)]
+def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSpec], cell_runner: CellRunner,
+                   executor: Executor, console: Console) -> BenchmarkSummary:
     summary = BenchmarkSummary(plan, [c for c in cells if c not in todo])
-    gpus = visible_gpus()
-    workers = worker_count(jobs, plan.models, gpus)
-    manifest = _new_manifest(plan, workers, read_manifest(plan.out))
+    manifest = _new_manifest(plan, executor, read_manifest(plan.out))
     invocation = manifest.invocations[-1]
     invocation.cells_total, invocation.cells_skipped = len(cells), len(summary.skipped)
     write_manifest(plan.out, manifest)
-    console = console or Console(stderr=True)
     progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
     bar = progress.add_task("benchmark", total=len(cells), completed=len(summary.skipped))
     if summary.skipped:
         console.print(f"[dim]{len(summary.skipped)} of {len(cells)} cells already done in {plan.out}[/dim]")
+    if invocation.executor.get("name") == "ray" and todo:
+        from klue.benchmark.ray_executor import resources_text
+
+        console.print(f"[dim]cells run on {resources_text(invocation.executor)}[/dim]")
 
     def finished(outcome: CellOutcome) -> None:
         summary.outcomes.append(outcome)
@@ -332,14 +222,8 @@ def _run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner, jobs: int | Non
     status = "interrupted"
     try:
         with progress:
-            if workers == 0:
-                for spec in todo:
-                    progress.update(bar, description=f"running {spec.label}")
-                    finished(execute_cell(cell_runner, spec, capture_output=False))
-            else:
-                _run_in_pool(todo, cell_runner, workers, gpus if any(m != CLASSIC for m in plan.models) else [],
-                             lambda labels: progress.update(bar, description="running " + ", ".join(labels)),
-                             finished)
+            executor.run(todo, cell_runner,
+                         lambda labels: progress.update(bar, description="running " + ", ".join(labels)), finished)
             progress.update(bar, description="done")
         status = "finished"
     finally:
@@ -353,72 +237,6 @@ def _run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner, jobs: int | Non
                 raise
             # else the error that stopped the run is the one to report, not this consequence of it
     return summary
-
-
-def _run_in_pool(todo: list[CellSpec], cell_runner: CellRunner, workers: int, gpus: Sequence[str],
-                 show_running: Any, finished: Any) -> None:
-    """At most `workers` cells submitted at a time, so the ones submitted are the ones running.
-
-    A worker that dies without reporting (killed, out of memory) breaks the whole pool: the cells that
-    were running are recorded as failed, and a fresh pool takes the remaining cells.
-    """
-    context = multiprocessing.get_context("spawn")
-    gpu_queue = None
-    if gpus:
-        gpu_queue = context.Queue()
-        for gpu in gpus[:workers]:
-            gpu_queue.put(gpu)
-    threads = max(1, (os.cpu_count() or 1) // workers)
-
-    def new_pool() -> ProcessPoolExecutor:
-        if gpu_queue is not None:  # a fresh pool hands the GPUs out again
-            while not gpu_queue.empty():
-                gpu_queue.get()
-            for gpu in gpus[:workers]:
-                gpu_queue.put(gpu)
-        return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                                   initargs=(gpu_queue, threads, os.getpid()))
-
-    pool = new_pool()
-    pending = iter(todo)
-    running: dict[Future[CellOutcome], tuple[CellSpec, float]] = {}
-    try:
-        while True:
-            while len(running) < workers and (spec := next(pending, None)) is not None:
-                running[pool.submit(execute_cell, cell_runner, spec)] = (spec, time.perf_counter())
-            if not running:
-                break
-            show_running([s.label for s, _ in running.values()])
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            broken = False
-            for future in done:
-                spec, started = running.pop(future)
-                try:
-                    outcome = future.result()
-                except BrokenProcessPool:
-                    broken = True
-                    outcome = _worker_died(spec, started, len(running) + 1)
-                finished(outcome)
-            if broken:
-                wait(running)  # a broken pool fails every cell it still holds
-                for future, (spec, started) in list(running.items()):
-                    finished(_worker_died(spec, started, len(running)))
-                running.clear()
-                pool.shutdown(wait=True, cancel_futures=True)
-                pool = new_pool()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _worker_died(spec: CellSpec, started: float, n_running: int) -> CellOutcome:
-    """Record a cell whose worker process ended without reporting."""
-    error = ("the worker process running this cell died without reporting (killed by a signal, e.g. out of "
-             "memory; see `dmesg`)")
-    if n_running > 1:
-        error += f"; {n_running} cells were running, and the one that died may be another of them"
-    elapsed = time.perf_counter() - started
-    write_results(spec.path / RESULTS_FILE, failed_results(spec, error, elapsed))
-    return CellOutcome(spec, "failed", error, {}, elapsed, spec.protocol)
 
 
 def _outcome_line(outcome: CellOutcome) -> str:

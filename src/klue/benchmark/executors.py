@@ -16,8 +16,6 @@ import multiprocessing
 import os
 import shutil
 import subprocess
-import sys
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -27,6 +25,7 @@ from typing import Any
 
 from klue.benchmark.cells import CLASSIC, CellOutcome, CellRunner, CellSpec, execute_cell, failed_results
 from klue.errors import DataError
+from klue.io.processes import die_with_parent
 from klue.results import RESULTS_FILE, write_results
 
 ShowRunning = Callable[[list[str]], None]  # the labels of the cells running now
@@ -108,33 +107,9 @@ def visible_gpus() -> list[str]:
     return [str(i) for i, line in enumerate(ln for ln in listing.splitlines() if ln.startswith("GPU "))]
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """End this worker the moment the benchmark process that started it dies, however it dies (kill -9
-    gives it no chance to stop its workers): the kernel's parent-death signal on Linux, and a watchdog
-    thread everywhere, which also covers a parent that died before the signal was armed."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        pr_set_pdeathsig = 1
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass  # the watchdog below still ends the worker, within a second
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)  # no cleanup to run: every result file is written atomically
-
-    threading.Thread(target=watch, name="klue-parent-watchdog", daemon=True).start()
-
-
 def _init_worker(gpu_ids: Any, threads: int, parent_pid: int) -> None:
     """Runs once in each worker: die with the parent, take one GPU, and a fair share of the CPU threads."""
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     if gpu_ids is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids.get()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

@@ -24,8 +24,6 @@ import functools
 import json
 import multiprocessing
 import os
-import sys
-import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any, Generic, Literal, TypeVar
 
 from klue.errors import DataError, ProblemLog
+from klue.io.processes import die_with_parent
 from klue.pretraining.pii import (
     PII_KINDS,
     REPORT_FILE,
@@ -106,29 +105,6 @@ class DetectorRecipe:
         finder = NerNameFinder(Path(self.ner_model), self.ner_cpu) if self.ner_model is not None else None
         return PiiDetector(splitter=MorphemeSplitter() if self.kiwi_names else None, name_finder=finder,
                            kinds=self.kinds)
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Pool initializer: end this worker when the process that started it dies, kill -9 included (a pool
-    worker could otherwise stay blocked on its queue, holding Kiwi's memory): the kernel's parent-death signal
-    on Linux, and a watchdog thread everywhere. (The benchmark runner's workers do the same.)"""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass  # the watchdog still ends the worker within a second
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)  # nothing to clean up: the parent writes every output, atomically
-
-    threading.Thread(target=watch, name="klue-pii-parent-watchdog", daemon=True).start()
 
 
 def default_chunk_size(detector: PiiDetector) -> int:
@@ -331,7 +307,7 @@ def _executor(detector: PiiDetector, seed: int, text_field: str, settings: Paral
         workers = settings.workers or len(os.sched_getaffinity(0))
         # spawn: a fork of a process that holds Kiwi, torch or Ray threads is unsafe; workers import klue anew.
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_die_with_parent, initargs=(os.getpid(),))
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
         try:
             yield _Plan(lambda c: pool.submit(pseudonymise_chunk, c, recipe, seed, text_field), workers,
                         in_flight or 2 * workers)

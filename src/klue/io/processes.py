@@ -1,0 +1,34 @@
+"""Worker processes that die with their parent: the benchmark's cell workers and the pseudonymiser's pool
+workers call `die_with_parent` first thing, so a parent killed with kill -9 (which gives it no chance to stop its
+workers) leaves no worker running the next piece of work or holding its memory."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+PR_SET_PDEATHSIG = 1  # prctl option: the signal this process gets when its parent dies (Linux)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when `parent_pid` dies, however it dies: the kernel's parent-death signal on Linux, and
+    a watchdog thread everywhere, which also covers a parent that died before the signal was armed."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still ends the process, within a second
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)  # no cleanup to run: every result file is written atomically
+
+    threading.Thread(target=watch, name="klue-parent-watchdog", daemon=True).start()

@@ -24,7 +24,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import zipfile
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
@@ -33,8 +32,7 @@ from typing import Any
 import numpy as np
 
 from klue.errors import DataError
-from klue.io.atomic import temp_path_beside, write_json_atomic
-from klue.io.output import output_error
+from klue.io.atomic import write_bytes_atomic, write_json_atomic
 from klue.io.provenance import DataSource
 from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricReport
 from klue.metrics.statistics import ExampleStatistics, Formula
@@ -371,18 +369,7 @@ def write_statistics(path: Path, run: RunStatistics) -> None:
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, member.getvalue())
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temp_path_beside(path)
-    except OSError as error:
-        raise output_error(path, error) from error
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(buffer.getvalue())
-        os.replace(tmp, path)
-    except OSError as error:
-        tmp.unlink(missing_ok=True)
-        raise output_error(path, error) from error
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 def read_statistics(path: Path) -> RunStatistics:

@@ -41,13 +41,22 @@ def _about(error: OSError, *places: Path) -> bool:
 
 def write_atomic(path: Path, write: Callable[[IO[str]], None]) -> None:
     """Create `path` (and its parents) by calling `write` on a text handle of a temporary sibling."""
+    _write_atomic(path, write, binary=False)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Create `path` (and its parents) holding `data`, through a temporary sibling."""
+    _write_atomic(path, lambda handle: handle.write(data), binary=True)
+
+
+def _write_atomic(path: Path, write: Callable[[Any], Any], binary: bool) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = temp_path_beside(path)
     except OSError as error:
         raise output_error(path, error) from error
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as handle:
             write(handle)
         os.replace(tmp, path)
     except OSError as error:

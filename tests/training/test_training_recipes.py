@@ -35,9 +35,9 @@ def test_every_registered_task_has_a_paper_recipe() -> None:
 
 
 def test_overrides_are_typed_and_checked() -> None:
-    values = parse_key_values(["learning_rate=1e-3", "epochs=2", "group_by_length=true", "max_steps=null"], "override")
+    values = parse_key_values(["learning_rate=1e-3", "epochs=2", "group_by_length=false", "max_steps=null"], "override")
     hp = resolve("paper", "ynat", BASE, values).hyperparameters
-    assert (hp.learning_rate, hp.epochs, hp.group_by_length, hp.max_steps) == (1e-3, 2.0, True, None)
+    assert (hp.learning_rate, hp.epochs, hp.group_by_length, hp.max_steps) == (1e-3, 2.0, False, None)
     assert resolve("paper", "ynat", BASE, {"size": "large"}).name == "paper/large"
     with pytest.raises(DataError, match="did you mean 'learning_rate'"):
         resolve("paper", "ynat", BASE, {"learnig_rate": 1})

@@ -46,7 +46,7 @@ def train_command(
                                        "= continue from it.", show_default=False)],
     overrides: Annotated[list[str] | None, typer.Argument(
         help="Hyper-parameter overrides key=value (learning_rate=2e-5 epochs=3 batch_size=16 max_len=256 "
-        "eval_steps=500 group_by_length=true mixed_precision=bf16 ...).", show_default=False)] = None,
+        "eval_steps=500 group_by_length=false mixed_precision=bf16 ...).", show_default=False)] = None,
     recipe: Annotated[str | None, typer.Option("--recipe", help="Recipe name (paper: the official baseline's "
                                         "hyper-parameters by model size, the default) or a YAML file.",
                                         show_default=False)] = None,

@@ -81,6 +81,15 @@ def optimizer_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def adamw_kernel(impl: str, device: torch.device) -> dict[str, bool]:
+    """AdamW's implementation as torch's keyword: `auto` is the fused kernel where torch has one for the
+    device (CPU and CUDA: one pass over each parameter; on CPU a whole training step ran 1.11x faster than
+    with the multi-tensor path, benchmarks/RESULTS_train_speed.md), else the multi-tensor (`foreach`) path."""
+    if impl == "auto":
+        impl = "fused" if device.type in ("cpu", "cuda") else "foreach"
+    return {"fused": True} if impl == "fused" else {"foreach": impl == "foreach"}
+
+
 def eval_points(steps_per_epoch: int, total_steps: int, hp: Hyperparameters) -> set[int]:
     """Optimizer steps after which to evaluate: `evals_per_epoch` times evenly within each epoch, the last
     at the epoch end (the official val_check_interval 0.25 is 4), or every `eval_steps` instead; always
@@ -202,10 +211,9 @@ class Engine:
         warmup = hp.warmup_steps if hp.warmup_steps is not None else math.ceil(total_steps * hp.warmup_ratio)
         points = eval_points(steps_per_epoch, total_steps, hp)
 
-        # fused kernels on GPU; the multi-tensor path on CPU (torch's CPU default loops over tensors).
-        fast = {"fused": True} if acc.device.type == "cuda" else {"foreach": True}
         optimizer = torch.optim.AdamW(optimizer_groups(self.model, hp.weight_decay), lr=hp.learning_rate,
-                                      betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_epsilon, **fast)
+                                      betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_epsilon,
+                                      **adamw_kernel(hp.adamw_impl, acc.device))
         scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
         # The scheduler is not `prepare`d: accelerate would step it once per process per step.
         self.model, optimizer = acc.prepare(self.model, optimizer)

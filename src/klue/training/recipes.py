@@ -21,6 +21,7 @@ import yaml
 from klue.errors import DataError
 
 SIZES = ("base", "large")
+ADAMW_IMPLS = ("auto", "fused", "foreach", "for_loop")
 LARGE_HIDDEN_SIZE = 1024  # roberta-large / bert-large; base models have 768 or less
 
 
@@ -45,7 +46,10 @@ class Hyperparameters:
     eval_steps: int | None = None  # evaluate every N optimizer steps instead (and after the last)
     logging_steps: int = 20  # loss is read back from the device only this often
     selection_metric: str | None = None  # None: the task's key metric
-    group_by_length: bool = False
+    # Batches of similar lengths (less padding: 1.7x fewer tokens on NLI); false: the official baseline's
+    # uniformly shuffled order (sampling.py). Changes the data order, not the data.
+    group_by_length: bool = True
+    adamw_impl: str = "auto"  # auto (fused where torch has the kernel: CPU, CUDA), fused, foreach, for_loop
     mixed_precision: str = "auto"  # auto (bf16 / fp16 on a GPU that has it, else none), no, fp16, bf16
     cpu: bool = False  # force CPU even when a GPU is present
     pad_to_multiple_of: int | None = None  # e.g. 8 for tensor cores
@@ -183,6 +187,8 @@ def check(hp: Hyperparameters) -> None:
         problems.append("max_len must be >= 8")
     if hp.window_overlap is not None and not 0 <= hp.window_overlap <= hp.max_len // 2:
         problems.append("window_overlap must be in [0, max_len / 2]")
+    if hp.adamw_impl not in ADAMW_IMPLS:
+        problems.append(f"adamw_impl {hp.adamw_impl!r}: {', '.join(ADAMW_IMPLS)}")
     if hp.mixed_precision not in ("auto", "no", "fp16", "bf16"):
         problems.append(f"mixed_precision {hp.mixed_precision!r}: auto, no, fp16 or bf16")
     if problems:

@@ -31,7 +31,10 @@ from klue.tasks.wos.records import (
 
 MEMORISE = {"learning_rate": 5e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.1, "weight_decay": 0.0,
             "max_len": 512, "evals_per_epoch": 0, "save_checkpoints": False, "progress": False,
-            "logging_steps": 10}
+            "logging_steps": 10,
+            # The uniformly shuffled order this memorisation was tuned on: length-grouped batches (the default)
+            # reach 74 JGA in the same 80 epochs (measured), since a batch then holds one turn depth only.
+            "group_by_length": False}
 
 
 @pytest.fixture(scope="module")

@@ -80,3 +80,54 @@ def test_wos_rules_on_a_synthetic_dialogue(tmp_path: Path, klue_data_dir: Path) 
     assert {"숙소-이름-마라톤 서울 호텔", "숙소-예약 요일-금요일", "숙소-예약 기간-2",
             "숙소-예약 명수-3"} <= states[1]
     assert {"택시-출발 시간-15:30", "택시-종류-dontcare"} <= states[2] and states[1] <= states[2]
+
+
+def test_ner_features_are_the_same_per_position_and_in_batches() -> None:
+    from klue.tasks.ner.baseline import MorphemeTagger, sentence_features
+
+    chars = list("삼성 전자")
+    tags = ["B-NNP", "I-NNP", "O", "B-NNG", "I-NNG"]
+    forms = ["삼성/NNP", "삼성/NNP", "X", "전자/NNG", "전자/NNG"]
+    rows = sentence_features(chars, tags, forms)
+    assert len(rows) == 4  # the space is not a position
+    assert rows[0][:7] == ["bias", "c=삼", "k=H", "c-1=<s>", "c+1=성", "c-2=<s>", "c+2=전"]
+    assert {"p=B", "w=삼성", "wf2=삼성", "m=B-NNP", "m+=B-NNPI-NNP", "mf-=<s>", "mf+=전자/NNG"} <= set(rows[0])
+    assert "m-=I-NNPB-NNG" in rows[2] and "t0=성전자" in rows[2] and "kw=HHH" in rows[2]
+    assert {"p=E", "c+1=</s>", "mf=전자/NNG", "mf+=</s>"} <= set(rows[3]) and not any(
+        f.startswith("m+=") for f in rows[3])
+    tagger = MorphemeTagger()
+    texts = ["삼성전자가 서울에서 신제품을 발표했다.", "", "KLUE 벤치마크 2021"]
+    assert tagger.analyse_many(texts) == [tagger.analyse(text) for text in texts]
+
+
+def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
+    """crfsuite shuffles with C `rand()`: whatever used it before must not change the model."""
+    import ctypes
+
+    from klue.tasks.ner.baseline import NerBaseline
+
+    data = protocol_slice("ner", 150, 40)
+
+    def tags(seed: int) -> list[tuple[str, ...]]:
+        baseline = NerBaseline(seed)
+        baseline.fit(list(data.train), None)
+        return [p.tags for p in baseline.predict(list(data.eval))]
+
+    first = tags(3)
+    ctypes.CDLL(None).rand()  # as liblinear or anything else in the worker may
+    assert tags(3) == first
+
+
+def test_mrc_chunks_change_nothing(protocol_slice, monkeypatch) -> None:
+    from klue.tasks.mrc import baseline as mrc
+
+    data = protocol_slice("mrc", 80, 20)
+
+    def answers() -> list[str]:
+        model = mrc.SpanRankerMrc(1)
+        model.fit(list(data.train), None)
+        return [p.answer for p in model.predict(list(data.eval))]
+
+    whole = answers()
+    monkeypatch.setattr(mrc, "_CHUNK_QUESTIONS", 7)
+    assert answers() == whole

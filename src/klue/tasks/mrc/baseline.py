@@ -38,6 +38,10 @@ _LEADING_TAGS = ("SS", "SW", "SP", "SE", "SO", "SF")
 _QUESTION_WORDS = ("누구", "누가", "언제", "어디", "며칠", "몇", "얼마", "무엇", "무슨", "어떤", "어느", "왜", "어떻게", "뭐")
 _BM25_K1, _BM25_B = 1.2, 0.75
 _HASHED_FEATURES = 2**20  # FeatureHasher (murmurhash, process-independent): no vocabulary to build
+# Questions whose candidates are featurised at a time: the feature dicts of all candidates of the official
+# train set (17,554 questions, ~200 candidates each) would take several GB; hashed chunks do not, and the
+# hasher and the row-wise logistic regression give the same numbers chunk by chunk.
+_CHUNK_QUESTIONS = 1000
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,7 @@ class SpanRankerMrc:
 
     # -- training and prediction ----------------------------------------------------------------------
     def fit(self, train: list[MrcRecord], selection: list[MrcRecord] | None) -> None:
+        from scipy.sparse import vstack
         from sklearn.feature_extraction import FeatureHasher
         from sklearn.linear_model import LogisticRegression
 
@@ -230,10 +235,12 @@ class SpanRankerMrc:
             for terms in self._sentence_terms(p):
                 self._document_frequency.update(set(terms))
                 self._n_sentences += 1
+        self._vectorizer = FeatureHasher(n_features=_HASHED_FEATURES, alternate_sign=False)
         rng = np.random.default_rng(self.seed)
-        rows: list[dict[str, float]] = []
+        blocks: list[Any] = []
         labels: list[int] = []
-        for record, q in zip(train, questions, strict=True):
+        rows: list[dict[str, float]] = []
+        for index, (record, q) in enumerate(zip(train, questions, strict=True)):
             golds = set(record.answer_texts)
             candidates = self._candidates(record.context, paragraphs[record.context], q)
             positives = [c for c in candidates if c.text in golds]
@@ -243,16 +250,27 @@ class SpanRankerMrc:
                 negatives = [negatives[i] for i in sorted(keep)]
             rows += [self._features(paragraphs[record.context], q, c) for c in positives + negatives]
             labels += [1] * len(positives) + [0] * len(negatives)
+            if (index + 1) % _CHUNK_QUESTIONS == 0 or index + 1 == len(train):
+                if rows:
+                    blocks.append(self._vectorizer.transform(rows))
+                rows = []
         if not any(labels):
             raise RuntimeError("no training question has its answer among the candidate spans")
-        self._vectorizer = FeatureHasher(n_features=_HASHED_FEATURES, alternate_sign=False)
         self._model = LogisticRegression(C=self._c, max_iter=1000)
-        self._model.fit(self._vectorizer.transform(rows), labels)
+        self._model.fit(vstack(blocks, format="csr"), labels)
         self._threshold = self._choose_threshold(train, paragraphs, questions)
 
     def _best(self, records: list[MrcRecord], paragraphs: dict[str, Paragraph],
               questions: list[Question]) -> list[tuple[str, float]]:
-        """Each question's best candidate and its probability, scored in one batch."""
+        """Each question's best candidate and its probability, scored `_CHUNK_QUESTIONS` at a time."""
+        out: list[tuple[str, float]] = []
+        for first in range(0, len(records), _CHUNK_QUESTIONS):
+            last = first + _CHUNK_QUESTIONS
+            out += self._best_of_chunk(records[first:last], paragraphs, questions[first:last])
+        return out
+
+    def _best_of_chunk(self, records: list[MrcRecord], paragraphs: dict[str, Paragraph],
+                       questions: list[Question]) -> list[tuple[str, float]]:
         candidates = [self._candidates(r.context, paragraphs[r.context], q) for r, q in zip(records, questions, strict=True)]
         rows = [self._features(paragraphs[r.context], q, c)
                 for r, q, cs in zip(records, questions, candidates, strict=True) for c in cs]

@@ -84,7 +84,7 @@ def optimizer_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
 def adamw_kernel(impl: str, device: torch.device) -> dict[str, bool]:
     """AdamW's implementation as torch's keyword: `auto` is the fused kernel where torch has one for the
     device (CPU and CUDA: one pass over each parameter; on CPU a whole training step ran 1.11x faster than
-    with the multi-tensor path, benchmarks/RESULTS_train_speed.md), else the multi-tensor (`foreach`) path."""
+    with the multi-tensor path, benchmarks/RESULTS.md, "Fine-tuning speed levers"), else the multi-tensor (`foreach`) path."""
     if impl == "auto":
         impl = "fused" if device.type in ("cpu", "cuda") else "foreach"
     return {"fused": True} if impl == "fused" else {"foreach": impl == "foreach"}

@@ -44,6 +44,8 @@ def bad_input(tmp_path: Path, case: str) -> Path:
 ])
 def test_unreadable_corpus_exits_2_naming_the_file(tmp_path: Path, command: str, case: str, expected: str) -> None:
     path = bad_input(tmp_path, case)
+    if command == "tokenizer" and case == "directory":  # a corpus directory is read as shards: here none
+        expected = ": a corpus directory with no files in it"
     options = ["-i", str(path)] if command == "pii" else ["-c", str(path), "--pretokenize", "whitespace"]
     result = klue("pretrain", command, *options, "-o", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
@@ -72,7 +74,7 @@ def test_tokenizer_vocab_size_below_the_alphabet_exits_2_with_the_minimum(tmp_pa
 def test_pretrain_help_lists_commands() -> None:
     result = runner.invoke(app, ["pretrain", "--help"])
     assert result.exit_code == 0
-    for name in ("tokenizer", "pii", "mlm"):
+    for name in ("tokenizer", "pii", "prepare", "mlm"):
         assert name in result.output
         assert runner.invoke(app, ["pretrain", name, "--help"]).exit_code == 0
 
@@ -97,6 +99,41 @@ def test_pii_command_writes_counts_only(tmp_path: Path) -> None:
     assert report["counts"]["phone"] == 1 and report["counts"]["name"] == 1
     text = (tmp_path / "out" / "in.txt").read_text(encoding="utf-8")
     assert "010-1234-5678" not in text and "홍길동" not in text and "연락처는 010-" in text
+
+
+def test_sampled_tokenizer_prepare_then_mlm_from_shards(tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    words = ["서울에서", "학교를", "다녔다", "부산에서", "회사를", "공원을", "걸었다", "고양이가", "잠을", "잔다"]
+    corpus = tmp_path / "corpus.txt.gz"
+    import gzip
+
+    lines = [" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(3 + i % 9)) for i in range(600)]
+    corpus.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    cards = []
+    for name in ("tok", "tok2"):
+        result = runner.invoke(app, ["pretrain", "tokenizer", "-c", str(corpus), "-o", str(tmp_path / name),
+                                     "--vocab-size", "150", "--pretokenize", "whitespace", "--sample", "200",
+                                     "--seed", "3", "--min-frequency", "1"])
+        assert result.exit_code == 0, result.output
+        cards.append(json.loads((tmp_path / name / "klue_tokenizer.json").read_text(encoding="utf-8")))
+    assert cards[0]["n_texts"] == 200 and cards[0]["sample_seed"] == 3
+    assert (tmp_path / "tok" / "tokenizer.json").read_bytes() == (tmp_path / "tok2" / "tokenizer.json").read_bytes()
+    shards = tmp_path / "shards"
+    result = runner.invoke(app, ["pretrain", "prepare", "--tokenizer", str(tmp_path / "tok"), "-c", str(corpus),
+                                 "-o", str(shards), "--max-len", "32", "--whole-word", "word", "--shard-texts", "250"])
+    assert result.exit_code == 0, result.output
+    assert "3 shards: 600 texts" in result.output
+    model = tmp_path / "model"
+    result = runner.invoke(app, ["pretrain", "mlm", "--data", str(shards), "-o", str(model), "--max-steps", "3",
+                                 "--batch-size", "4", "--log-every", "1", "--cpu"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((model / "pretrain_summary.json").read_text(encoding="utf-8"))
+    assert summary["data"] == str(shards) and summary["settings"]["max_len"] == 32
+    assert summary["settings"]["whole_word"] == "word" and summary["mixed_precision"] == "no"
+    log = [json.loads(line) for line in (model / "train_log.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] for r in log] == [1, 2, 3] and all(r["tokens_per_s"] > 0 for r in log)
+    result = klue("pretrain", "mlm", "--data", str(tmp_path), "-o", str(tmp_path / "m2"), "--cpu")
+    assert result.returncode == 2 and "no manifest.json: not a directory of token shards" in result.stderr
 
 
 @pytest.mark.realdata

@@ -10,8 +10,11 @@ safetensors and JSON, never a pickle: klue.training.state_files, plus the step);
 again resumes from it. `out/train_log.jsonl`
 gets one line per logging step (loss, learning rate, tokens/s), `out/pretrain_summary.json` the final figures.
 
-Masking is dynamic: the positions are drawn when a batch is built, from a generator seeded by (seed, step),
-so every epoch masks differently and a resumed run masks exactly as an uninterrupted one. With whole-word
+Masking is dynamic: the positions are drawn when a batch is built, each block's from a generator seeded by
+(seed, step, its row in the batch), so every epoch masks differently, a resumed run masks exactly as an
+uninterrupted one, and N processes (each taking every N-th row; the loss normalised over the global batch)
+train as one does. The blocks come from the corpus (packed in memory) or from token shards
+(`klue pretrain prepare`, read by memory map: klue.pretraining.shards). With whole-word
 masking a word (whitespace word, or Kiwi morpheme) is chosen as a unit: all its sub-words or none. Chosen
 tokens are replaced 80% by the mask token, 10% by a random token, 10% kept (BERT).
 """
@@ -22,17 +25,17 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from klue.errors import DataError
-from klue.pretraining.corpus import read_corpus
+from klue.pretraining.corpus import iter_corpus
 from klue.pretraining.morphemes import MorphemeSplitter
+from klue.pretraining.packing import Block, WholeWord, pack_blocks
 from klue.pretraining.tokenizer import SPEC_FILE as TOKENIZER_CARD
 
-WholeWord = Literal["none", "word", "morpheme"]
 Arch = Literal["bert", "roberta"]
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128},
@@ -50,7 +53,7 @@ _STATE_FILE = "klue_mlm_state.json"
 class MlmSettings:
     tokenizer: Path
     model_config: str  # a preset name (PRESETS) or a JSON / YAML file of config fields
-    corpus: Sequence[Path]
+    corpus: Sequence[Path]  # read and packed in memory; empty when `data` (token shards) is given
     out: Path
     arch: Arch | None = None  # None: from the tokenizer's special tokens (<s> -> roberta)
     max_len: int = 128
@@ -68,25 +71,23 @@ class MlmSettings:
     seed: int = 0
     resume: bool = True
     cpu: bool = False
-    mixed_precision: str = "no"
+    mixed_precision: str = "no"  # no, fp16, bf16, or auto (bf16 where the GPU has it, fp16 on other GPUs)
     dropout: float = 0.1
     progress: bool = True
+    data: Path | None = None  # a `klue pretrain prepare` directory: blocks read by memory map
+
 
     def fingerprint(self) -> dict[str, Any]:
         """What must match for a checkpoint to be resumed (not the stop conditions or logging)."""
         keep = ("model_config", "arch", "max_len", "batch_size", "learning_rate", "weight_decay",
                 "warmup_ratio", "max_steps", "mask_prob", "whole_word", "seed", "eval_fraction")
         obj = asdict(self)
-        return {k: obj[k] for k in keep} | {"corpus": [str(p) for p in self.corpus]}
+        found = {k: obj[k] for k in keep} | {"corpus": [str(p) for p in self.corpus]}
+        if self.data is not None:
+            from klue.pretraining.shards import shards_sha256
 
-
-@dataclass
-class Block:
-    """One packed training sequence (special tokens included) and the word id of each position
-    (-1 for special tokens), for whole-word masking."""
-
-    input_ids: list[int]
-    word_ids: list[int]
+            found["data"] = shards_sha256(self.data)  # the shards' content, wherever they are
+        return found
 
 
 def load_model_config(spec: str) -> dict[str, Any]:
@@ -129,63 +130,6 @@ def build_config(tokenizer: Any, fields: dict[str, Any], arch: Arch, max_len: in
     return AutoConfig.for_model("bert", type_vocab_size=2, **common)
 
 
-def _word_index(text: str, offsets: Sequence[tuple[int, int]], whole_word: WholeWord,
-                splitter: MorphemeSplitter | None) -> list[int]:
-    """The unit each token belongs to: its own position, its whitespace word, or its Kiwi morpheme."""
-    if whole_word == "none":
-        return list(range(len(offsets)))
-    if whole_word == "word":
-        starts = [i for i, ch in enumerate(text) if not ch.isspace() and (i == 0 or text[i - 1].isspace())]
-    else:
-        assert splitter is not None
-        starts = [s for s, _ in splitter.segments(text)]
-    import bisect
-
-    return [max(0, bisect.bisect_right(starts, start) - 1) for start, _ in offsets]
-
-
-def pack_blocks(tokenizer: Any, texts: Iterable[str], max_len: int, whole_word: WholeWord = "none",
-                splitter: MorphemeSplitter | None = None) -> list[Block]:
-    """Tokenize texts and pack consecutive ones into blocks of at most `max_len` tokens ([CLS] ... [SEP]),
-    a text longer than a block being cut into several; word ids never cross texts."""
-    if whole_word == "morpheme" and splitter is None:
-        splitter = MorphemeSplitter()
-    room = max_len - 2
-    if room < 8:
-        raise DataError(f"max_len {max_len} is too short for masked-LM blocks")
-    blocks: list[Block] = []
-    ids: list[int] = []
-    words: list[int] = []
-    next_word = 0
-
-    def flush() -> None:
-        nonlocal ids, words
-        if ids:
-            blocks.append(Block([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id], [-1, *words, -1]))
-        ids, words = [], []
-
-    for text in texts:
-        encoding = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        token_ids, offsets = encoding["input_ids"], encoding["offset_mapping"]
-        if not token_ids:
-            continue
-        local = _word_index(text, offsets, whole_word, splitter)
-        global_words = [next_word + w for w in local]
-        next_word += (max(local) + 1) if local else 0
-        position = 0
-        while position < len(token_ids):
-            if len(ids) == room:
-                flush()
-            take = min(room - len(ids), len(token_ids) - position)
-            ids.extend(token_ids[position:position + take])
-            words.extend(global_words[position:position + take])
-            position += take
-        if len(ids) >= room:
-            flush()
-    flush()
-    return blocks
-
-
 @dataclass
 class MaskingCollator:
     """Pads a batch of blocks and masks it; the generator is seeded per step by the caller."""
@@ -197,13 +141,18 @@ class MaskingCollator:
     mask_prob: float = 0.15
 
     def __call__(self, blocks: Sequence[Block], generator: Any) -> dict[str, Any]:
+        """`generator`: one torch.Generator for the batch, or a list of one per block (training: a block's
+        masks then do not depend on which process, or which batch row, it lands in)."""
         import torch
+
+        generators = generator if isinstance(generator, list) else [generator] * len(blocks)
 
         length = max(len(b.input_ids) for b in blocks)
         input_ids = torch.full((len(blocks), length), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(blocks), length), dtype=torch.long)
         labels = torch.full((len(blocks), length), -100, dtype=torch.long)
         for row, block in enumerate(blocks):
+            generator = generators[row]
             n = len(block.input_ids)
             ids = torch.tensor(block.input_ids, dtype=torch.long)
             word_ids = torch.tensor(block.word_ids, dtype=torch.long)
@@ -235,12 +184,56 @@ def batch_indices(n_blocks: int, batch_size: int, seed: int, step: int) -> list[
     return [int(i) for i in order[position * batch_size:(position + 1) * batch_size]]
 
 
-def _generator(seed: int, step: int) -> Any:
+def _generator(seed: int, step: int, row: int = 0) -> Any:
+    """The masking generator of one block of a step's batch (by its row in the global batch)."""
     import torch
 
     generator = torch.Generator()
-    generator.manual_seed(seed * 1_000_003 + step)
+    generator.manual_seed(seed * 1_000_003 + step + row * (1 << 40))
     return generator
+
+
+def masked_lm_loss(model: Any, batch: dict[str, Any], accelerator: Any) -> tuple[Any, float, int]:
+    """(loss to back-propagate, the global batch's mean loss per masked token, the global batch's tokens).
+
+    The loss is summed over this process's masked tokens and divided by the masked tokens of the whole
+    global batch, times the process count (DDP averages gradients over processes): N processes then take
+    the gradient one process would take on the whole batch."""
+    import torch
+
+    labels = batch["labels"]
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    loss_sum = torch.nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
+                                                 ignore_index=-100, reduction="sum")
+    counts = torch.stack([(labels != -100).sum(), batch["attention_mask"].sum()]).to(logits.device)
+    world = accelerator.num_processes
+    if world > 1:
+        counts = accelerator.reduce(counts, reduction="sum")
+    masked, tokens = max(int(counts[0]), 1), int(counts[1])
+    total = accelerator.reduce(loss_sum.detach(), reduction="sum") if world > 1 else loss_sum.detach()
+    return loss_sum * world / masked, float(total) / masked, tokens
+
+
+def _training_blocks(settings: MlmSettings, tokenizer: Any) -> Any:
+    """Every block, in memory (`corpus`) or memory-mapped from token shards (`data`)."""
+    if settings.data is None:
+        if not settings.corpus:
+            raise DataError("give a corpus (--corpus) or prepared token shards (--data)")
+        splitter = MorphemeSplitter() if settings.whole_word == "morpheme" else None
+        return pack_blocks(tokenizer, iter_corpus(settings.corpus), settings.max_len, settings.whole_word,
+                           splitter)
+    from klue.pretraining.shards import ShardedBlocks, tokenizer_sha256
+
+    blocks = ShardedBlocks(settings.data)
+    manifest = blocks.manifest
+    if manifest["tokenizer"]["sha256"] != tokenizer_sha256(settings.tokenizer):
+        raise DataError(f"the shards were made with another tokenizer ({manifest['tokenizer']['path']}) than "
+                        f"{settings.tokenizer}", settings.data)
+    for name, mine in (("max_len", settings.max_len), ("whole_word", settings.whole_word)):
+        if manifest[name] != mine:
+            raise DataError(f"the shards were packed with {name} {manifest[name]!r}, not {mine!r}: pass the same "
+                            "value (or prepare the shards again)", settings.data)
+    return blocks
 
 
 @dataclass
@@ -261,6 +254,17 @@ class PretrainResult:
 def _append_log(path: Path, record: dict[str, Any]) -> None:
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Keep the log lines up to `step`: a run killed after its last checkpoint logged steps it redoes."""
+    if not path.is_file():
+        return
+    from klue.io.atomic import write_text_atomic
+
+    kept = [line for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= step]
+    write_text_atomic(path, "".join(line + "\n" for line in kept))
 
 
 def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None) -> PretrainResult:
@@ -285,8 +289,9 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
 
     from klue.io.atomic import write_json_atomic
     from klue.models.loading import load_tokenizer
+    from klue.pretraining.shards import BlockRange, ShardedBlocks
     from klue.training import state_files
-    from klue.training.engine import optimizer_groups
+    from klue.training.engine import mixed_precision_for, optimizer_groups
 
     out = Path(settings.out)
     tokenizer = load_tokenizer(settings.tokenizer)
@@ -294,22 +299,27 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
         raise DataError(f"{settings.tokenizer}: a masked-LM tokenizer needs mask, cls and sep tokens")
     arch: Arch = settings.arch or infer_arch(tokenizer)
     set_seed(settings.seed)
-    texts = read_corpus(settings.corpus)
-    splitter = MorphemeSplitter() if settings.whole_word == "morpheme" else None
-    blocks = pack_blocks(tokenizer, texts, settings.max_len, settings.whole_word, splitter)
+    blocks = _training_blocks(settings, tokenizer)
     n_eval = int(len(blocks) * settings.eval_fraction)
-    eval_blocks, train_blocks = blocks[:n_eval], blocks[n_eval:]
+    eval_blocks, train_blocks = BlockRange(blocks, 0, n_eval), BlockRange(blocks, n_eval, len(blocks))
     if len(train_blocks) < 1:
         raise DataError("the corpus is too small: no training block")
+    n_tokens = blocks.n_tokens if isinstance(blocks, ShardedBlocks) else sum(len(b.input_ids) for b in blocks)
 
     config = build_config(tokenizer, load_model_config(settings.model_config), arch, settings.max_len,
                           settings.dropout)
     model = AutoModelForMaskedLM.from_config(config)
-    accelerator = Accelerator(cpu=settings.cpu, mixed_precision=settings.mixed_precision)
+    accelerator = Accelerator(cpu=settings.cpu,
+                              mixed_precision=mixed_precision_for(settings.mixed_precision, settings.cpu))
+    world, rank = accelerator.num_processes, accelerator.process_index
+    if settings.batch_size % world:
+        raise DataError(f"--batch-size {settings.batch_size} (the global batch) does not split evenly over "
+                        f"{world} processes")
     optimizer = torch.optim.AdamW(optimizer_groups(model, settings.weight_decay), lr=settings.learning_rate)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * settings.max_steps),
                                                 settings.max_steps)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    # The scheduler is not `prepare`d: accelerate would step it once per process per step.
+    model, optimizer = accelerator.prepare(model, optimizer)
     collator = MaskingCollator(tokenizer.pad_token_id, tokenizer.mask_token_id, len(tokenizer),
                                frozenset(tokenizer.all_special_ids), settings.mask_prob)
 
@@ -326,6 +336,8 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
                             "or --no-resume")
         state_files.load(checkpoint, parts, accelerator.process_index, accelerator.device)
         step = resumed_from = int(state["step"])
+        if accelerator.is_main_process:
+            _truncate_log(out / LOG_FILE, step)
     elif (out / LOG_FILE).exists():
         (out / LOG_FILE).unlink()
 
@@ -354,21 +366,21 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     while step < settings.max_steps:
         if settings.max_minutes is not None and time.perf_counter() - started > 60 * settings.max_minutes:
             break
-        batch_blocks = [train_blocks[i] for i in batch_indices(len(train_blocks), settings.batch_size,
-                                                               settings.seed, step)]
-        batch = collator(batch_blocks, _generator(settings.seed, step))
+        # The global batch of this step; each process takes every world-th block of it.
+        indices = batch_indices(len(train_blocks), settings.batch_size, settings.seed, step)
+        rows = range(rank, len(indices), world)
+        batch = collator([train_blocks[indices[r]] for r in rows], [_generator(settings.seed, step, r) for r in rows])
         batch = {k: v.to(accelerator.device) for k, v in batch.items()}
-        loss = model(**batch).loss
+        loss, step_loss, step_tokens = masked_lm_loss(model, batch, accelerator)
         accelerator.backward(loss)
         accelerator.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
         step += 1
-        n_tokens = int(batch["attention_mask"].sum())
-        tokens_seen += n_tokens
-        window_tokens += n_tokens
-        running += float(loss.detach())
+        tokens_seen += step_tokens
+        window_tokens += step_tokens
+        running += step_loss
         if step % settings.log_every == 0 or step == settings.max_steps:
             span = settings.log_every if step % settings.log_every == 0 else step % settings.log_every
             mean = running / span
@@ -395,7 +407,7 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     finished = step >= settings.max_steps
     result = PretrainResult(out, step, resumed_from, losses[0][1] if losses else None,
                             losses[-1][1] if losses else None, eval_loss, len(blocks),
-                            sum(len(b.input_ids) for b in blocks), train_time,
+                            n_tokens, train_time,
                             tokens_seen / train_time if train_time > 0 else 0.0, losses)
     if accelerator.is_main_process:
         unwrapped = accelerator.unwrap_model(model)
@@ -408,10 +420,12 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
             "format": "klue.mlm-summary/1", "settings": {k: str(v) if isinstance(v, Path) else v
                                                          for k, v in asdict(settings).items()
                                                          if k != "corpus"},
-            "corpus": [str(p) for p in settings.corpus], "arch": arch, "finished": finished,
+            "corpus": [str(p) for p in settings.corpus],
+            "data": str(settings.data) if settings.data is not None else None, "arch": arch, "finished": finished,
             "steps": step, "resumed_from": resumed_from, "n_blocks": len(blocks), "n_eval_blocks": n_eval,
             "first_loss": result.first_loss, "last_loss": result.last_loss, "eval_loss": eval_loss,
             "train_time_s": train_time, "tokens_per_s": result.tokens_per_s,
+            "mixed_precision": accelerator.mixed_precision, "num_processes": world,
             "num_parameters": sum(p.numel() for p in unwrapped.parameters())})
     if finished:
         shutil.rmtree(out / CHECKPOINT_DIR, ignore_errors=True)
@@ -430,7 +444,8 @@ def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block],
     total, count = 0.0, 0
     with torch.no_grad():
         for start in range(0, len(blocks), batch_size):
-            batch = collator(blocks[start:start + batch_size], _generator(seed + 7919, start))
+            chunk = [blocks[i] for i in range(start, min(start + batch_size, len(blocks)))]
+            batch = collator(chunk, _generator(seed + 7919, start))
             batch = {k: v.to(device) for k, v in batch.items()}
             n = int((batch["labels"] != -100).sum())
             total += float(model(**batch).loss) * n

@@ -24,6 +24,7 @@ import functools
 import json
 import multiprocessing
 import os
+import shutil
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -386,10 +387,11 @@ class _Bar:
                 TimeRemainingColumn,
             )
 
+            console = Console(stderr=True)  # no bar where stderr is a file: a log keeps only the messages
             self._bar = Progress(TextColumn(f"pii ({workers} {executor} worker{'s' if workers != 1 else ''})"),
                                  BarColumn(), DownloadColumn(), TextColumn("{task.fields[info]}"),
                                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                 console=Console(stderr=True), transient=True)
+                                 console=console, transient=True, disable=not console.is_terminal)
             self._bar.start()
             self._task = self._bar.add_task("pii", total=total or None, info="")
 
@@ -440,40 +442,46 @@ def pseudonymise_corpus(inputs: Sequence[str | Path], output_dir: str | Path, de
     started = time.perf_counter()
     done_documents = done_bytes = 0
     done_cpu = 0.0
-    with _executor(detector, seed, text_field, settings) as plan:
-        bar = _Bar(progress, total_bytes, plan.workers, settings.executor)
-        try:
-            chunks = corpus_chunks(paths, text_field, settings.chunk_size or default_chunk_size(detector), logs)
-            results = _Peekable(ordered_results(chunks, plan.submit, plan.max_in_flight))
-            for file_index, path in enumerate(paths):
-                tally = _FileTally()
+    created_out = not out.exists()
+    try:
+        with _executor(detector, seed, text_field, settings) as plan:
+            bar = _Bar(progress, total_bytes, plan.workers, settings.executor)
+            try:
+                chunks = corpus_chunks(paths, text_field, settings.chunk_size or default_chunk_size(detector), logs)
+                results = _Peekable(ordered_results(chunks, plan.submit, plan.max_in_flight))
+                for file_index, path in enumerate(paths):
+                    tally = _FileTally()
 
-                def write(handle: IO[str], file_index: int = file_index, tally: _FileTally = tally) -> None:
-                    nonlocal done_documents, done_bytes, done_cpu
-                    while (head := results.peek()) is not None and head.file_index == file_index:
-                        results.take()
-                        handle.write(head.text)
-                        tally.documents += head.documents
-                        tally.changed += head.changed
-                        tally.counts.update(head.counts)
-                        done_documents += head.documents
-                        done_bytes += head.source_bytes
-                        done_cpu += head.cpu_seconds
-                        tick = ProgressTick(done_documents, done_bytes, total_bytes, time.perf_counter() - started,
-                                            done_cpu)
-                        bar.update(tick)
-                        if on_progress is not None:
-                            on_progress(tick)
-                    # The reader has passed the end of this file: its problems (bad JSONL lines) are all known.
-                    logs[file_index].raise_if_errors()
+                    def write(handle: IO[str], file_index: int = file_index, tally: _FileTally = tally) -> None:
+                        nonlocal done_documents, done_bytes, done_cpu
+                        while (head := results.peek()) is not None and head.file_index == file_index:
+                            results.take()
+                            handle.write(head.text)
+                            tally.documents += head.documents
+                            tally.changed += head.changed
+                            tally.counts.update(head.counts)
+                            done_documents += head.documents
+                            done_bytes += head.source_bytes
+                            done_cpu += head.cpu_seconds
+                            tick = ProgressTick(done_documents, done_bytes, total_bytes, time.perf_counter() - started,
+                                                done_cpu)
+                            bar.update(tick)
+                            if on_progress is not None:
+                                on_progress(tick)
+                        # The reader has passed the end of this file: its problems (bad JSONL lines) are all known.
+                        logs[file_index].raise_if_errors()
 
-                target = out / path.name
-                write_atomic(target, write)
-                files.append(FileReport(str(path), str(target), tally.documents, tally.changed,
-                                        {k: tally.counts.get(k, 0) for k in detector.kinds}))
-                total.update(tally.counts)
-        finally:
-            bar.close()
+                    target = out / path.name
+                    write_atomic(target, write)
+                    files.append(FileReport(str(path), str(target), tally.documents, tally.changed,
+                                            {k: tally.counts.get(k, 0) for k in detector.kinds}))
+                    total.update(tally.counts)
+            finally:
+                bar.close()
+    except BaseException:
+        if created_out:  # nothing half-written: a run that fails leaves no output directory it made
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     report: dict[str, object] = {
         "format": "klue.pii-report/1",
         "kinds": list(detector.kinds),

@@ -324,7 +324,9 @@ def test_json_schema_on_chat_uses_response_format(fake_server: Start) -> None:
     assert sent["response_format"]["type"] == "json_object" and sent["messages"][0] == {"role": "system",
                                                                                        "content": "분류"}
     # llama-cpp-python constrains JSON on chat only: a prompt request goes unconstrained, and says so.
-    assert not prompt.constrained and server.posts("/completions")[-1].body["stop"] == ["\n"]
+    # The two requests go concurrently: pick the prompt's by its endpoint, not by arrival order.
+    completion = [s for s in server.posts("/completions") if "/chat/" not in s.path][-1]
+    assert not prompt.constrained and completion.body["stop"] == ["\n"]
 
 
 def test_without_a_dialect_generation_falls_back_unconstrained(fake_server: Start) -> None:

@@ -40,8 +40,8 @@ from klue.benchmark.cells import CellOutcome, CellRunner, CellSpec, execute_cell
 from klue.benchmark.executors import Executor, Finished, ShowRunning, record_lost_cell
 from klue.benchmark.manifest import MANIFEST_FILE
 from klue.errors import DataError
+from klue.io.processes import import_ray
 
-RAY_MISSING = "--executor ray needs Ray, which is not installed: pip install 'klue[ray]'"
 FORWARDED_ENV = ("KLUE_DATA_DIR", "KLUE_EXTRA_DATA_DIR")  # where the cells read data, as on the driver
 
 
@@ -63,15 +63,6 @@ class RayOptions:
 def _address_form(address: str) -> bool:
     host, _, port = address.removeprefix("ray://").rpartition(":")
     return address == "auto" or (bool(host) and port.isdigit())
-
-
-def import_ray() -> Any:
-    """The `ray` module, or the one sentence that says how to get it."""
-    try:
-        import ray
-    except ImportError:
-        raise DataError(RAY_MISSING) from None
-    return ray
 
 
 def run_on_worker(cell_runner: CellRunner, spec: CellSpec, out: str) -> CellOutcome:

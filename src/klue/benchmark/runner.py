@@ -178,7 +178,7 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
     directory at a time: a second one on the same `out` is refused (klue.io.lock). `ray` runs the cells
     as Ray tasks (`jobs` = cells in flight, default the cluster's CPUs / CPUs per cell)."""
     if ray is not None:
-        from klue.benchmark.ray_executor import import_ray
+        from klue.io.processes import import_ray
 
         import_ray()  # without Ray, its one sentence before anything is touched
     check_output_dir(plan.out, "--out")

@@ -1,6 +1,8 @@
-"""Worker processes that die with their parent: the benchmark's cell workers and the pseudonymiser's pool
-workers call `die_with_parent` first thing, so a parent killed with kill -9 (which gives it no chance to stop its
-workers) leaves no worker running the next piece of work or holding its memory."""
+"""Worker processes: those that die with their parent, and Ray for the work spread over a cluster.
+
+The benchmark's cell workers, the pseudonymiser's and the shard writer's pool workers call `die_with_parent`
+first thing, so a parent killed with kill -9 (which gives it no chance to stop its workers) leaves no worker
+running the next piece of work or holding its memory. `import_ray` is how every `--executor ray` gets Ray."""
 
 from __future__ import annotations
 
@@ -8,8 +10,12 @@ import os
 import sys
 import threading
 import time
+from typing import Any
+
+from klue.errors import DataError
 
 PR_SET_PDEATHSIG = 1  # prctl option: the signal this process gets when its parent dies (Linux)
+RAY_MISSING = "--executor ray needs Ray, which is not installed: pip install 'klue[ray]'"
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -32,3 +38,12 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)  # no cleanup to run: every result file is written atomically
 
     threading.Thread(target=watch, name="klue-parent-watchdog", daemon=True).start()
+
+
+def import_ray() -> Any:
+    """The `ray` module (the `ray` extra), or the one sentence that says how to get it."""
+    try:
+        import ray
+    except ImportError:
+        raise DataError(RAY_MISSING) from None
+    return ray

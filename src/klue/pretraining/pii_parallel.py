@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, Generic, Literal, TypeVar
 
 from klue.errors import DataError, ProblemLog
-from klue.io.processes import die_with_parent
+from klue.io.processes import die_with_parent, import_ray
 from klue.pretraining.pii import (
     PII_KINDS,
     REPORT_FILE,
@@ -47,7 +47,6 @@ from klue.pretraining.pii import (
 
 Executor = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
-RAY_INSTALL_HINT = "pip install 'klue[ray]'"
 # A file whose bytes fail the streamed checks is read whole once more for the corpus reader's exact message
 # (line, byte offset, likely encoding) when it is at most this big; a larger one gets a shorter message.
 _WHOLE_FILE_MESSAGE_LIMIT = 256 * 1024 * 1024
@@ -327,10 +326,7 @@ def _executor(detector: PiiDetector, seed: int, text_field: str, settings: Paral
 def _ray_session(settings: ParallelSettings) -> Iterator[Any]:
     """Ray, initialised here unless the caller already did (then left running): a local Ray with
     `workers` CPUs (None or 0: every core), or the cluster at `ray_address`."""
-    try:
-        import ray
-    except ImportError:
-        raise DataError(f"--executor ray needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
+    ray = import_ray()
     started = not ray.is_initialized()
     if started:
         if settings.ray_address is not None:

@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "klue"
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"cli"}),
     frozenset({"benchmark", "reporting"}),
+    frozenset({"families"}),
     frozenset({"training", "llm", "pretraining", "baselines"}),
     frozenset({"registry", "protocols", "scoring", "predictions", "results", "validate"}),
     frozenset({"tasks"}),

@@ -1,14 +1,14 @@
 """One benchmark cell (task x model x seed): resolve the protocol, train, predict, score.
 
-`run_cell` is the default `CellRunner`. A model family is a function
+`run_cell` is the default `CellRunner`. The model runs through its family (the registry `klue.families`:
+`classic` -> the CPU baselines, `hf:`/`openai:` -> prompted LMs, anything else -> a fine-tuned encoder), as
 
     family(task, model, protocol_data, seed, out_dir, mode, overrides) -> Results
 
-that trains on `protocol_data.train`, writes `out_dir/predictions.jsonl` and returns the Results the
-judge made of that file (`klue.scoring.judge`, the path `klue score` takes). `classic` goes to
-`klue.baselines.run`, anything else to `klue.training.run`; both are imported inside the cell so that the
-runner starts fast and a missing family fails only its cells. Tests and plug-ins pass their own family:
-`functools.partial(run_cell, family=my_family)`.
+which trains on `protocol_data.train`, writes `out_dir/predictions.jsonl` and returns the Results the
+judge made of that file (`klue.scoring.judge`, the path `klue score` takes). A family imports its
+producer inside the cell, so the runner starts fast and a missing extra fails only its cells. Tests and
+plug-ins pass their own: `functools.partial(run_cell, family=my_family)`.
 
 `execute_cell` is what every executor (klue.benchmark.executors) runs for a cell: the runner, then the
 cell's results.json written atomically as its last act, or its failure recorded.
@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from klue.errors import DataError
+from klue.families import family_of
 from klue.io.atomic import write_text_atomic
 from klue.io.locate import DataRoots
 from klue.io.output import OutputError, output_error
 from klue.protocols import ProtocolData
-from klue.results import CLASSIC, ENCODER, LLM, PREDICTIONS_FILE, RESULTS_FILE, Results, write_results
+from klue.results import PREDICTIONS_FILE, RESULTS_FILE, Results, write_results
 from klue.tasks.base import Task
 
 LOG_FILE = "log.txt"
@@ -103,16 +104,14 @@ class CellSpec:
         return f"{self.task} · {self.model} · seed {self.seed}"
 
 
-class ModelFamily(Protocol):
+class CellFamily(Protocol):
+    """What runs a cell's model: a family's `run_cell` (klue.families), or a test's or plug-in's own."""
+
     def __call__(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
                  out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results: ...
 
 
 CellRunner = Callable[[CellSpec], Results]
-
-
-class ModelFamilyUnavailable(RuntimeError):
-    """The code for a model family is not installed or not written yet."""
 
 
 def model_slug(model: str) -> str:
@@ -121,70 +120,6 @@ def model_slug(model: str) -> str:
     if not slug:
         raise ValueError(f"model name {model!r} gives an empty directory name")
     return slug
-
-
-def is_llm(model: str) -> bool:
-    """`hf:...` and `openai:...` name prompted LMs (klue.llm.spec); anything else but `classic` an encoder."""
-    return model.startswith(("hf:", "openai:"))
-
-
-def uses_gpu(model: str) -> bool:
-    """Encoders and in-process LMs use a GPU where there is one; classic baselines and `openai:` servers do not."""
-    return model != CLASSIC and not model.startswith("openai:")
-
-
-def family_name(model: str) -> str:
-    return CLASSIC if model == CLASSIC else LLM if is_llm(model) else ENCODER
-
-
-def classic_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                   out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
-    try:
-        from klue.baselines import run
-    except ImportError as error:
-        raise ModelFamilyUnavailable(f"no classic baselines are available yet ({error})") from None
-    if overrides:
-        raise ValueError(f"classic baselines take no overrides (got {sorted(overrides)})")
-    return run(task, protocol_data, seed, out_dir, mode=mode)
-
-
-def encoder_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                   out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
-    try:
-        from klue.training import run
-    except ImportError as error:
-        raise ModelFamilyUnavailable(f"fine-tuning is not available ({error}); install klue[train]") from None
-    return run(task, model, protocol_data, seed, out_dir, dict(overrides), mode=mode)
-
-
-LLM_OPTIONS = ("mode", "form", "shots", "limit", "constrained", "concurrency", "timeout_s", "api_key_env",
-               "batch_size", "cpu", "progress")
-
-
-def llm_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-               out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
-    """A prompted LM (`hf:` in process, `openai:` over HTTP); `overrides` are the `klue llm` options."""
-    try:
-        from klue.llm.run import LlmSettings, run
-        from klue.llm.spec import open_backend, parse_spec
-    except ImportError as error:
-        raise ModelFamilyUnavailable(f"LLM evaluation is not available ({error}); install klue[train,llm]") from None
-    unknown = sorted(set(overrides) - set(LLM_OPTIONS))
-    if unknown:
-        raise ValueError(f"LLM cells take only {', '.join(LLM_OPTIONS)}, not {', '.join(unknown)}")
-    options = dict(overrides)
-    backend = open_backend(parse_spec(model), concurrency=int(options.pop("concurrency", 4)),
-                           timeout_s=float(options.pop("timeout_s", 120.0)),
-                           api_key_env=options.pop("api_key_env", "OPENAI_API_KEY"),
-                           cpu=bool(options.pop("cpu", False)), batch_size=int(options.pop("batch_size", 8)))
-    try:
-        return run(task, model, protocol_data, seed, out_dir, mode, LlmSettings(**options), backend=backend)
-    finally:
-        backend.close()
-
-
-def family_for(model: str) -> ModelFamily:
-    return classic_family if model == CLASSIC else llm_family if is_llm(model) else encoder_family
 
 
 def data_roots(spec: CellSpec) -> DataRoots:
@@ -203,15 +138,15 @@ def choose_protocol(task: Task[Any, Any], asked: str, roots: DataRoots) -> str:
     return task.default_local_protocol
 
 
-def run_cell(spec: CellSpec, family: ModelFamily | None = None) -> Results:
-    """The default cell: registry task, protocol data, model family (whose Results come from the judge)."""
+def run_cell(spec: CellSpec, family: CellFamily | None = None) -> Results:
+    """The default cell: registry task, protocol data, the model's family (whose Results come from the judge)."""
     from klue import registry
 
     task = registry.get(spec.task)
     data = resolve_data(task, spec.protocol, data_roots(spec), spec.files)
     spec.path.mkdir(parents=True, exist_ok=True)
-    results = (family or family_for(spec.model))(task, spec.model, data, spec.seed, spec.path, spec.mode,
-                                                 dict(spec.overrides))
+    results = (family or family_of(spec.model).run_cell)(task, spec.model, data, spec.seed, spec.path, spec.mode,
+                                                         dict(spec.overrides))
     check_results(results, spec, task, data)
     return results
 
@@ -249,8 +184,8 @@ def failed_results(spec: CellSpec, error: str, wall_time_s: float) -> Results:
         task_version = registry.get(spec.task).version
     except KeyError:  # an unknown task name is itself the failure being recorded
         task_version = ""
-    return failure_results(spec.task, task_version, spec.model, family_name(spec.model), spec.seed, spec.protocol,
-                           spec.mode, error, wall_time_s)
+    return failure_results(spec.task, task_version, spec.model, family_of(spec.model).name, spec.seed,
+                           spec.protocol, spec.mode, error, wall_time_s)
 
 
 @dataclass

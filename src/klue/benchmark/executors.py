@@ -23,8 +23,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from klue.benchmark.cells import CLASSIC, CellOutcome, CellRunner, CellSpec, execute_cell, failed_results
+from klue.benchmark.cells import CellOutcome, CellRunner, CellSpec, execute_cell, failed_results
 from klue.errors import DataError
+from klue.families import uses_gpu
 from klue.io.processes import die_with_parent
 from klue.results import RESULTS_FILE, write_results
 
@@ -82,7 +83,7 @@ def local_executor(jobs: int | None, models: Sequence[str]) -> Executor:
     workers = worker_count(jobs, models, gpus)
     if workers == 0:
         return InProcess()
-    return LocalProcesses(workers, gpus if any(m != CLASSIC for m in models) else [])
+    return LocalProcesses(workers, gpus if any(uses_gpu(m) for m in models) else [])
 
 
 def record_lost_cell(spec: CellSpec, started: float, error: str) -> CellOutcome:
@@ -118,12 +119,12 @@ def _init_worker(gpu_ids: Any, threads: int, parent_pid: int) -> None:
 
 def worker_count(jobs: int | None, models: Sequence[str], gpus: Sequence[str]) -> int:
     """None = one worker per GPU (at least one); with GPUs and GPU models, never more workers than GPUs."""
-    uses_gpu = any(m != CLASSIC for m in models) and bool(gpus)
+    on_gpus = any(uses_gpu(m) for m in models) and bool(gpus)
     if jobs is None:
-        return max(1, len(gpus)) if uses_gpu else 1
+        return max(1, len(gpus)) if on_gpus else 1
     if jobs < 0:
         raise DataError(f"--jobs must be 0 (in this process) or more, not {jobs}")
-    return min(jobs, len(gpus)) if uses_gpu and jobs > 0 else jobs
+    return min(jobs, len(gpus)) if on_gpus and jobs > 0 else jobs
 
 
 

@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from klue.benchmark.cells import CellOutcome, CellRunner, CellSpec, execute_cell, uses_gpu
+from klue.benchmark.cells import CellOutcome, CellRunner, CellSpec, execute_cell
 from klue.benchmark.executors import Executor, Finished, ShowRunning, record_lost_cell
 from klue.benchmark.manifest import MANIFEST_FILE
 from klue.errors import DataError
+from klue.families import uses_gpu
 from klue.io.processes import import_ray
 
 FORWARDED_ENV = ("KLUE_DATA_DIR", "KLUE_EXTRA_DATA_DIR")  # where the cells read data, as on the driver

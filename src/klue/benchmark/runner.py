@@ -33,7 +33,6 @@ from rich.progress import (
 
 from klue.benchmark.cells import (
     AUTO_PROTOCOL,
-    CLASSIC,
     FILES_PROTOCOL,
     CellOutcome,
     CellRunner,
@@ -45,6 +44,7 @@ from klue.benchmark.cells import (
 from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
+from klue.families import family_of
 from klue.io import provenance
 from klue.io.lock import exclusive
 from klue.io.output import OutputError, check_output_dir
@@ -87,11 +87,12 @@ class BenchmarkPlan:
 
     def cells(self) -> list[CellSpec]:
         """Task-major, then model, then seed: a report is useful task by task while the run goes on.
-        Training overrides go to encoder cells only: the classic baselines take none."""
+        The overrides go to the cells of families that take options (not the classic baselines)."""
         return [
             CellSpec(task, model, seed, self.protocol, self.mode,
                      str(self.out / task / model_slug(model) / f"seed{seed}"),
-                     self.data_dir, self.extra_data_dir, () if model == CLASSIC else self.overrides, self.files)
+                     self.data_dir, self.extra_data_dir, self.overrides if family_of(model).takes_options else (),
+                     self.files)
             for task in self.tasks for model in self.models for seed in self.seeds
         ]
 

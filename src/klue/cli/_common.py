@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -70,6 +73,43 @@ SelectionFormat = Annotated[str | None, typer.Option(
 EvalFraction = Annotated[float | None, typer.Option(
     "--eval-fraction", help="Without --eval: split this fraction of --train off for evaluation, by group hash "
     "(no premise, dialogue or context straddles the split).", show_default=False, rich_help_panel="Own data")]
+
+
+OWN_DATA_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("train_file", TrainFile), ("eval_file", EvalFile), ("selection_file", SelectionFile),
+    ("train_format", TrainFormat), ("eval_format", EvalFormat), ("selection_format", SelectionFormat),
+    ("eval_fraction", EvalFraction))
+
+
+def with_own_data(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` taking the own-data options (--train, --eval, --selection, their formats, --eval-fraction)
+    in place of its parameter `files`, which receives what they make (`files_choice`: None without --train).
+    The options are declared once, here, for every command that reads the user's own files."""
+    signature = inspect.signature(command)
+    parameters = [_evaluated(p, command.__globals__) for p in signature.parameters.values() if p.name != "files"]
+    at = list(signature.parameters).index("files")
+    own = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=annotation)
+           for name, annotation in OWN_DATA_OPTIONS]
+    parameters[at:at] = own
+
+    @functools.wraps(command)
+    def with_files(**values: Any) -> None:
+        own_values = [values.pop(name) for name, _ in OWN_DATA_OPTIONS]
+        command(**values, files=files_choice(*own_values))
+
+    # typer reads the options from the signature and its annotations, which now name the own-data options
+    with_files.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    with_files.__annotations__ = {p.name: p.annotation for p in parameters}
+    return with_files
+
+
+def _evaluated(parameter: inspect.Parameter, namespace: dict[str, Any]) -> inspect.Parameter:
+    """`parameter` with its annotation evaluated in the command module's namespace, as
+    `inspect.signature(eval_str=True)` would (which would also evaluate `files`' type, imported only for
+    type checking)."""
+    if not isinstance(parameter.annotation, str):
+        return parameter
+    return parameter.replace(annotation=eval(parameter.annotation, namespace))
 
 
 def files_choice(train: Path | None, eval: Path | None, selection: Path | None, train_format: str | None,

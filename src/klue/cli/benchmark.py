@@ -7,22 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from klue.cli._common import (
-    EvalFile,
-    EvalFormat,
-    EvalFraction,
-    SelectionFile,
-    SelectionFormat,
-    TrainFile,
-    TrainFormat,
-    files_choice,
-    metric_mode,
-    parse_key_values,
-    stderr,
-)
+from klue.cli._common import metric_mode, parse_key_values, stderr, with_own_data
 from klue.errors import DataError
 
 if TYPE_CHECKING:
+    from klue.benchmark.cells import FilesChoice
     from klue.benchmark.ray_executor import RayOptions
 
 
@@ -120,13 +109,7 @@ def benchmark(
                                                  "cache).")] = None,
     extra_data_dir: Annotated[str | None, typer.Option(help="Directory holding klue-partial/, klue-derived/ "
                                                        "and korean/ (else KLUE_EXTRA_DATA_DIR).")] = None,
-    train_file: TrainFile = None,
-    eval_file: EvalFile = None,
-    selection_file: SelectionFile = None,
-    train_format: TrainFormat = None,
-    eval_format: EvalFormat = None,
-    selection_format: SelectionFormat = None,
-    eval_fraction: EvalFraction = None,
+    files: FilesChoice | None = None,  # the own-data options --train, --eval, ... (cli._common.with_own_data)
     report_to: Annotated[str | None, typer.Option(
         "--report-to", help="Encoder cells also send their learning curves to trackers (comma list): "
         "tensorboard, mlflow, wandb; files under each cell's tracking/.", show_default=False)] = None,
@@ -149,8 +132,6 @@ def benchmark(
         parse_report_to(report_to)  # refused before any cell runs
         overrides["report_to"] = report_to
     ray = ray_options(executor, ray_address, cpus_per_cell, gpus_per_cell)
-    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
-                         eval_fraction)
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
                          metric_mode(mode), data_dir, extra_data_dir, tuple(overrides.items()), files)
     summary = run_benchmark(plan, jobs=jobs, console=stderr, ray=ray)
@@ -163,4 +144,4 @@ def benchmark(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("benchmark")(benchmark)
+    app.command("benchmark")(with_own_data(benchmark))

@@ -4,34 +4,25 @@ that `klue report` reads beside fine-tuned encoders and baselines."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from klue.cli._common import (
-    EvalFile,
-    EvalFormat,
-    EvalFraction,
-    SelectionFile,
-    SelectionFormat,
-    TrainFile,
-    TrainFormat,
-    files_choice,
-    metric_mode,
-    stderr,
-)
+from klue.cli._common import metric_mode, stderr, with_own_data
 from klue.errors import DataError
+from klue.llm.spec import known_kinds
+
+if TYPE_CHECKING:
+    from klue.benchmark.cells import FilesChoice
 
 
 def register(app: typer.Typer) -> None:
-    app.command("llm")(llm_command)
+    app.command("llm")(with_own_data(llm_command))
 
 
 def llm_command(
     model: Annotated[list[str], typer.Option(
-        "--model", "-m", help="hf:NAME_OR_DIR (a transformers causal LM in this process) or "
-        "openai:MODEL@BASE_URL (any OpenAI-compatible server: vLLM, llama.cpp, SGLang, a hosted API). Repeat "
-        "for several.", show_default=False)],
+        "--model", "-m", help=f"{known_kinds()}. Repeat for several.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Benchmark directory (resumable; `klue report` "
                                       "reads it).", show_default=False)],
     tasks: Annotated[str, typer.Option(help="`all` or comma-separated task names.")] = "all",
@@ -59,13 +50,7 @@ def llm_command(
     extra_data_dir: Annotated[str | None, typer.Option(help="klue-partial/, klue-derived/, korean/ (else "
                                                        "KLUE_EXTRA_DATA_DIR).")] = None,
     jobs: Annotated[int, typer.Option(help="Cells at a time, each in its own process (0: in this process).")] = 1,
-    train_file: TrainFile = None,
-    eval_file: EvalFile = None,
-    selection_file: SelectionFile = None,
-    train_format: TrainFormat = None,
-    eval_format: EvalFormat = None,
-    selection_format: SelectionFormat = None,
-    eval_fraction: EvalFraction = None,
+    files: FilesChoice | None = None,  # the own-data options --train, --eval, ... (cli._common.with_own_data)
 ) -> None:
     """Evaluate prompted LMs on KLUE tasks with the official metrics.
 
@@ -76,18 +61,17 @@ def llm_command(
     """
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
     from klue.cli.benchmark import check_protocol, parse_seeds, print_leaderboard, resolve_tasks
-    from klue.llm.spec import parse_spec
+    from klue.families.llm import FAMILY
     from klue.reporting.html import REPORT_FILE
 
     for spec in model:
-        parse_spec(spec)  # a malformed spec is refused before anything runs
+        FAMILY.check(spec)  # a spec no LLM backend takes, or a malformed one, is refused before anything runs
     if shots < 0 or (limit is not None and limit < 1) or concurrency < 1:
         raise DataError("--shots must be 0 or more, --limit and --concurrency 1 or more")
     settings: dict[str, Any] = {"mode": mode, "form": form, "shots": shots, "limit": limit,
                                 "constrained": not unconstrained, "concurrency": concurrency, "timeout_s": timeout,
                                 "api_key_env": api_key_env, "batch_size": batch_size}
-    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
-                         eval_fraction)
+    FAMILY.options(settings)
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
                          metric_mode(metric), data_dir, extra_data_dir, tuple(settings.items()), files)
     summary = run_benchmark(plan, jobs=jobs, console=stderr)

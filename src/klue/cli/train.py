@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from klue.cli._common import (
-    EvalFile,
-    EvalFormat,
-    EvalFraction,
-    SelectionFile,
-    SelectionFormat,
-    TrainFile,
-    TrainFormat,
-    files_choice,
-    metric_mode,
-    parse_key_values,
-    stderr,
-    stdout,
-)
+from klue.cli._common import metric_mode, parse_key_values, stderr, stdout, with_own_data
+
+if TYPE_CHECKING:
+    from klue.benchmark.cells import FilesChoice
 
 
 def register(app: typer.Typer) -> None:
-    app.command("train", context_settings={"allow_extra_args": False})(train_command)
+    app.command("train", context_settings={"allow_extra_args": False})(with_own_data(train_command))
     app.command("predict")(predict_command)
 
 
@@ -69,13 +59,7 @@ def train_command(
         "--extra-data-dir", help="Directory holding klue-partial/, klue-derived/, korean/ (else "
         "KLUE_EXTRA_DATA_DIR).", show_default=False)] = None,
     mode: Annotated[str, typer.Option("--mode", help="Metric mode: official or corrected.")] = "official",
-    train_file: TrainFile = None,
-    eval_file: EvalFile = None,
-    selection_file: SelectionFile = None,
-    train_format: TrainFormat = None,
-    eval_format: EvalFormat = None,
-    selection_format: SelectionFormat = None,
-    eval_fraction: EvalFraction = None,
+    files: FilesChoice | None = None,  # the own-data options --train, --eval, ... (cli._common.with_own_data)
     report_to: Annotated[str | None, typer.Option(
         "--report-to", help="Also send the learning curve to trackers (comma list): tensorboard, mlflow, wandb; "
         "files under OUTPUT/tracking/ (W&B: WANDB_MODE=offline keeps it local).", show_default=False)] = None,
@@ -90,26 +74,31 @@ def train_command(
     from klue import registry
     from klue.benchmark.cells import FILES_PROTOCOL, resolve_data
     from klue.errors import DataError
+    from klue.families import family_of
     from klue.io.locate import roots_from
     from klue.io.lock import check_free
     from klue.io.output import check_output_dir
     from klue.protocols import OFFICIAL
-    from klue.results import CLASSIC, RESULTS_FILE
-    from klue.training.run import run
+    from klue.results import RESULTS_FILE
 
     mode = metric_mode(mode)
     task = registry.get(task_name)
+    family = family_of(model)
+    if family.command != "train":
+        raise DataError(f"--model {model} is of the {family.name} family, which `klue {family.command}` runs; "
+                        "`klue train` trains the classic baselines and fine-tunes encoders")
     values = parse_key_values(list(overrides or []), "override")
-    if model == CLASSIC and (values or recipe or report_to):
-        raise DataError("--model classic trains the task's CPU baseline, which takes no hyper-parameter overrides, "
-                        "--recipe or --report-to")
+    if recipe is not None:
+        if "recipe" in values:
+            raise DataError("name the recipe once: --recipe or the override recipe=, not both")
+        values["recipe"] = recipe
+    if report_to is not None:
+        values["report_to"] = report_to
+    options = family.options(values)  # what the family does not take is refused before any work
     if report_to is not None:
         from klue.training.tracking import parse_report_to
 
         parse_report_to(report_to)  # an unknown or missing tracker is refused before any work
-        values["report_to"] = report_to
-    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
-                         eval_fraction)
     if files is not None and protocol not in (None, FILES_PROTOCOL):
         raise DataError(f"--train/--eval make the protocol `files`; drop --protocol {protocol}")
     protocol = FILES_PROTOCOL if files is not None else (protocol or OFFICIAL)
@@ -117,12 +106,7 @@ def train_command(
     check_output_dir(out, "--output")  # before any data is read or model loaded
     check_free(out, "klue train")
     data = resolve_data(task, protocol, roots_from(data_dir, extra_data_dir), files)
-    if model == CLASSIC:
-        from klue.baselines import run_locked
-
-        results = run_locked(task, data, seed, out, mode)
-    else:
-        results = run(task, model, data, seed, out, values, mode, recipe=recipe)
+    results = family.run_alone(task, model, data, seed, out, mode, options)
     if os.environ.get("RANK", "0") != "0":  # under `accelerate launch`, only the main process reports
         return
     from rich.table import Table

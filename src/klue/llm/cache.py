@@ -212,7 +212,7 @@ class CachedBackend:
         def store(index: int, result: Any, raw: Mapping[str, Any] | None = None) -> None:
             self.cache.put(keys[index], kind, requests[index], result, raw)
 
-        if getattr(self.backend, "streams_results", False):
+        if self.backend.streams_results:
             answers = ask(requests, on_result=store)
         else:
             answers = []

@@ -21,7 +21,7 @@ from typing import Any
 
 from klue.errors import DataError
 from klue.io.atomic import write_jsonl_atomic
-from klue.llm.backends.base import GenerateRequest, LoglikRequest, schema_text
+from klue.llm.backends.base import Backend, Capabilities, GenerateRequest, LoglikRequest, schema_text
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
 from klue.results import LLM, PREDICTIONS_FILE, LlmSummary, Results
@@ -89,24 +89,24 @@ def draw_shots(pool: Sequence[Any], k: int, seed: int, guid: str, guid_of: Calla
     return random.Random(f"{seed}:{guid}").sample(candidates, k)
 
 
-def _prompt_text(prompts: TaskPrompts, record: Any, shots: Sequence[Any], form: str, chat_prompt: Any) -> str:
+def _prompt_text(prompts: TaskPrompts, record: Any, shots: Sequence[Any], form: str, backend: Backend) -> str:
     """The log-likelihood context (shots answered with their gold choice)."""
     if form == CHAT:
         messages = tuple((m["role"], m["content"]) for m in chat_messages(prompts, record, shots, LOGLIK))
-        return str(chat_prompt(messages))
+        return backend.chat_prompt(messages)
     return completion_prompt(prompts, record, shots, LOGLIK)
 
 
 def _generate_request(prompts: TaskPrompts, record: Any, shots: Sequence[Any], form: str, constrained: bool,
-                      capabilities: Any) -> GenerateRequest:
+                      capabilities: Capabilities) -> GenerateRequest:
     """The generation request; its constraint is the first the task declares and the backend can apply
     (JSON schema, choices, regex, span), none when `constrained` is off."""
     schema = prompts.json_schema(record) if prompts.json_schema and constrained and capabilities.json_schema else None
     choices = (tuple(prompts.choice_strings(record)) if prompts.choice_strings and constrained
                and capabilities.choices and schema is None else None)
-    regex = (prompts.regex(record) if prompts.regex and constrained and getattr(capabilities, "regex", False)
+    regex = (prompts.regex(record) if prompts.regex and constrained and capabilities.regex
              and schema is None and choices is None else None)
-    span_of = (prompts.span_of(record) if prompts.span_of and constrained and getattr(capabilities, "spans", False)
+    span_of = (prompts.span_of(record) if prompts.span_of and constrained and capabilities.spans
                and schema is None and choices is None and regex is None else None)
     common = {"max_new_tokens": prompts.max_new_tokens(record), "stop": prompts.stop,
               "json_schema": schema_text(schema), "choices": choices, "regex": regex, "span_of": span_of}
@@ -131,7 +131,7 @@ class ExampleOutput:
 
 
 def run(task: Task[Any, Any], spec_text: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-        metric_mode: str = "official", settings: LlmSettings | None = None, *, backend: Any = None,
+        metric_mode: str = "official", settings: LlmSettings | None = None, *, backend: Backend | None = None,
         cache_path: Path | None = None) -> Results:
     """Evaluate the model `spec_text` (klue.llm.spec) on `task`; see the module docstring. `backend` replaces
     the one the spec names (tests); the request cache is `cache_path` (default: out_dir/llm_cache.sqlite)."""
@@ -143,7 +143,7 @@ def run(task: Task[Any, Any], spec_text: str, protocol_data: ProtocolData[Any], 
 
 
 def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: int, out_dir: Path,
-         metric_mode: str, settings: LlmSettings, backend: Any, cache_path: Path | None) -> Results:
+         metric_mode: str, settings: LlmSettings, backend: Backend | None, cache_path: Path | None) -> Results:
     from klue.llm.cache import CachedBackend, RequestCache
     from klue.llm.spec import open_backend, parse_spec
 
@@ -156,8 +156,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
     if settings.form == CHAT and not inner.capabilities.chat:
         raise DataError(f"{spec_text}: the chat form needs a chat template or endpoint, which this backend lacks; "
                         "use --form completion")
-    chat_prompt = getattr(inner, "chat_prompt", None)
-    if settings.form == CHAT and mode == LOGLIK and chat_prompt is None:
+    if settings.form == CHAT and mode == LOGLIK and not inner.renders_chat:
         raise DataError("chat-form log-likelihood needs the prompt as text (the in-process backend); over HTTP "
                         "use --form completion for log-likelihood, or --mode generate")
     cached = CachedBackend(inner, RequestCache(cache_path or out_dir / CACHE_FILE))
@@ -176,7 +175,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
         for start in range(0, len(evaluated), CHUNK):
             chunk = evaluated[start:start + CHUNK]
             if mode == LOGLIK:
-                done = _loglik_chunk(task, prompts, cached, chunk, shots_of, settings.form, chat_prompt)
+                done = _loglik_chunk(task, prompts, cached, chunk, shots_of, settings.form, inner)
             else:
                 done = _generate_chunk(task, prompts, cached, chunk, shots_of, settings.form, settings.constrained)
             for prediction, output in done:
@@ -210,12 +209,12 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
 
 
 def _loglik_chunk(task: Task[Any, Any], prompts: TaskPrompts, backend: Any, chunk: Sequence[Any],
-                  shots_of: dict[str, list[Any]], form: str, chat_prompt: Any) -> list[tuple[Any, ExampleOutput]]:
+                  shots_of: dict[str, list[Any]], form: str, inner: Backend) -> list[tuple[Any, ExampleOutput]]:
     assert prompts.choices is not None and prompts.from_choices is not None
     requests: list[LoglikRequest] = []
     spans: list[tuple[int, int, str]] = []
     for record in chunk:
-        context = _prompt_text(prompts, record, shots_of[task.guid(record)], form, chat_prompt)
+        context = _prompt_text(prompts, record, shots_of[task.guid(record)], form, inner)
         choices = list(prompts.choices(record))
         spans.append((len(requests), len(choices), context))
         requests += [LoglikRequest(context, " " + choice) for choice in choices]

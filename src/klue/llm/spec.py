@@ -1,59 +1,65 @@
-"""Model specs for prompted LMs, as `klue llm --model` and `klue benchmark --model` take them:
+"""Model specs for prompted LMs, as `klue llm --model` and `klue benchmark --model` take them: a backend's
+prefix (the registry `klue.llm.backends.KINDS`) and what that backend needs after it, e.g.
 
 - `hf:NAME_OR_DIR`: a transformers causal LM in this process (a hub name or a local directory);
 - `openai:MODEL@BASE_URL`: any OpenAI-compatible server (vLLM, llama.cpp, SGLang, a hosted API); the API
   key comes from the environment variable named by `--api-key-env` (default OPENAI_API_KEY), never from the
   spec, and is written to no output.
+
+A spec no backend claims is a DataError that lists the kinds there are; never a guess.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
 
 from klue.errors import DataError
-
-HF_PREFIX = "hf:"
-OPENAI_PREFIX = "openai:"
+from klue.llm import backends
+from klue.llm.backends import BackendKind
+from klue.llm.backends.base import Backend, BackendOptions
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    kind: str  # "hf" or "openai"
-    model: str  # hub name / directory, or the server's model name
-    base_url: str | None = None  # openai only
+    kind: BackendKind
+    target: str  # what follows the prefix: a hub name or directory, MODEL@BASE_URL, ...
 
     def __str__(self) -> str:
-        return f"{HF_PREFIX}{self.model}" if self.kind == "hf" else f"{OPENAI_PREFIX}{self.model}@{self.base_url}"
+        return f"{self.kind.prefix}{self.target}"
 
 
-def is_llm_spec(text: str) -> bool:
-    return text.startswith((HF_PREFIX, OPENAI_PREFIX))
+def kind_of(text: str) -> BackendKind | None:
+    """The backend kind whose prefix `text` starts with (None: no backend's)."""
+    return next((kind for kind in backends.KINDS if text.startswith(kind.prefix)), None)
+
+
+def known_kinds() -> str:
+    """The kinds of spec there are, for the help and the errors."""
+    return "; ".join(f"{kind.form} ({kind.description})" for kind in backends.KINDS)
 
 
 def parse_spec(text: str) -> ModelSpec:
-    """`hf:...` or `openai:MODEL@URL` -> ModelSpec; DataError saying the two forms otherwise."""
-    if text.startswith(HF_PREFIX) and text[len(HF_PREFIX):].strip():
-        return ModelSpec("hf", text[len(HF_PREFIX):].strip())
-    if text.startswith(OPENAI_PREFIX):
-        model, sep, url = text[len(OPENAI_PREFIX):].rpartition("@")
-        if sep and model.strip() and url.startswith(("http://", "https://")):
-            return ModelSpec("openai", model.strip(), url.rstrip("/"))
-    raise DataError(f"model spec {text!r}: use hf:NAME_OR_DIR (in process) or openai:MODEL@http://HOST:PORT/v1 "
-                    "(an OpenAI-compatible server)")
+    """`text` -> ModelSpec, checked by its backend; DataError naming the known kinds otherwise."""
+    kind = kind_of(text)
+    target = text[len(kind.prefix):].strip() if kind is not None else ""
+    if kind is None or not target:
+        raise DataError(f"model spec {text!r}: no LLM backend takes it; the known kinds: {known_kinds()}")
+    backend_module(kind).check_target(target)
+    return ModelSpec(kind, target)
 
 
-def open_backend(spec: ModelSpec, *, concurrency: int = 4, timeout_s: float = 120.0,
-                 api_key_env: str | None = "OPENAI_API_KEY", cpu: bool = False, batch_size: int = 8) -> Any:
-    """The backend a spec names (imports its libraries only now)."""
-    if spec.kind == "hf":
-        from klue.llm.backends.hf import HfBackend
-
-        return HfBackend(spec.model, cpu=cpu, batch_size=batch_size)
+def backend_module(kind: BackendKind) -> ModuleType:
+    """The module of a kind (imported now, with its libraries)."""
     try:
-        from klue.llm.backends.openai import OpenAIBackend
+        return importlib.import_module(kind.module)
     except ImportError as error:
-        raise DataError(f"the HTTP backend needs httpx ({error}): pip install 'klue[llm]'") from None
-    assert spec.base_url is not None
-    return OpenAIBackend(spec.model, spec.base_url, api_key_env=api_key_env, concurrency=concurrency,
-                         timeout_s=timeout_s)
+        raise DataError(f"the {kind.prefix} backend needs {error.name or error} ({error}): "
+                        f"pip install '{kind.install}'") from None
+
+
+def open_backend(spec: ModelSpec, options: BackendOptions | None = None) -> Backend:
+    """The backend a spec names, opened with `options` (the defaults where None)."""
+    backend: Backend = backend_module(spec.kind).open_backend(spec.target, options or BackendOptions())
+    return backend

@@ -8,9 +8,9 @@ of the context string (a token straddling the boundary is an error, never split 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from klue.errors import DataError
 
@@ -96,18 +96,67 @@ class Usage:
                 "completion_tokens": self.completion_tokens, "cache_hits": self.cache_hits, **self.extra}
 
 
+ResultSink = Callable[[int, Any, Mapping[str, Any] | None], None]  # (request index, result, raw answer)
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """How to open a backend; each backend takes the options that concern it and leaves the others."""
+
+    concurrency: int = 4  # requests in flight at once (HTTP)
+    timeout_s: float = 120.0  # seconds per request (HTTP)
+    api_key_env: str | None = "OPENAI_API_KEY"  # the environment variable holding an API key (HTTP)
+    cpu: bool = False  # stay on the CPU where there is a GPU (in process)
+    batch_size: int = 8  # sequences per forward pass (in process)
+
+
 class Backend(Protocol):
-    name: str  # "hf" or "openai"
+    """What the engine (klue.llm.run) and the request cache (klue.llm.cache) ask of a backend."""
+
+    name: str  # the backend's kind: "hf", "openai", ...
     model: str  # as the user named it (no secret)
     fingerprint: str  # what the weights are: HF commit or file hash, or the server's model id
     capabilities: Capabilities
     usage: Usage
+    # True: `on_result` is called as each answer arrives, so the cache stores it at once and asks for all
+    # at once; False: only when the call returns, so the cache asks chunk by chunk (a chunk's answers kept).
+    streams_results: bool
+    renders_chat: bool  # whether `chat_prompt` gives a chat as the prompt text (chat-form log-likelihood)
 
-    def loglik(self, requests: Sequence[LoglikRequest]) -> list[LoglikResult]: ...
+    def loglik(self, requests: Sequence[LoglikRequest],
+               on_result: ResultSink | None = None) -> list[LoglikResult]: ...
 
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
+    def generate(self, requests: Sequence[GenerateRequest],
+                 on_result: ResultSink | None = None) -> list[GenerateResult]: ...
+
+    def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str: ...
 
     def close(self) -> None: ...
+
+
+class BackendBase:
+    """The defaults of a backend that hands its answers over when a call returns and renders no chat as text."""
+
+    name: str
+    streams_results = False
+    renders_chat = False
+
+    def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
+        raise BackendError(f"the {self.name} backend cannot give a chat as prompt text; use "
+                           "--form completion for log-likelihood, or --mode generate")
+
+    def close(self) -> None:
+        """Nothing to give back."""
+
+
+def hand_over(results: list[R], on_result: ResultSink | None) -> list[R]:
+    """`results`, each also given to `on_result` (with no raw answer): a backend that computes a call's answers
+    together hands them over this way."""
+    if on_result is not None:
+        for index, result in enumerate(results):
+            on_result(index, result, None)
+    return results
 
 
 def schema_text(schema: Mapping[str, Any] | None) -> str | None:

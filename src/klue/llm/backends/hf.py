@@ -22,15 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from klue.llm.backends.base import (
-    BackendError,
-    Capabilities,
-    GenerateRequest,
-    GenerateResult,
-    LoglikRequest,
-    LoglikResult,
-    Usage,
-)
+from klue.llm.backends import base
 from klue.llm.constrained import LIBRARY, Constrainer, GrammarMasks, RowState, library_version
 
 # Continuation passes take up to this many times `batch_size` rows (each a copy of its context's cache rows):
@@ -112,8 +104,17 @@ def _constrainer(tokenizer: Any, lm: Any, wanted: bool) -> tuple[Constrainer | N
         return None, f"{LIBRARY} cannot use this tokenizer ({error})"
 
 
-class HfBackend:
+def check_target(target: str) -> None:
+    """Any hub name or directory: whether it holds a causal LM is known when it is opened."""
+
+
+def open_backend(target: str, options: base.BackendOptions) -> HfBackend:
+    return HfBackend(target, cpu=options.cpu, batch_size=options.batch_size)
+
+
+class HfBackend(base.BackendBase):
     name = "hf"
+    renders_chat = True  # the tokenizer's chat template gives the prompt as text
 
     def __init__(self, model_name: str, *, cpu: bool = False, batch_size: int = 8, constrained: bool = True) -> None:
         import torch
@@ -123,7 +124,8 @@ class HfBackend:
             self.tokenizer = AutoTokenizer.from_pretrained(model_name)
             self.lm = AutoModelForCausalLM.from_pretrained(model_name)
         except (OSError, ValueError) as error:
-            raise BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer ({error})") from None
+            raise base.BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer "
+                                    f"({error})") from None
         self.device = torch.device("cuda" if torch.cuda.is_available() and not cpu else "cpu")
         self.lm.to(self.device).eval()
         self.model = model_name
@@ -132,13 +134,13 @@ class HfBackend:
         self.last_logits_only = _last_logits_only(self.lm)
         self.max_positions = int(getattr(self.lm.config, "max_position_embeddings", 0) or 1 << 30)
         self.fingerprint = _fingerprint(model_name, self.lm)
-        self.usage = Usage()
+        self.usage = base.Usage()
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         self.constrainer, why_not = _constrainer(self.tokenizer, self.lm, constrained)
         has_template = bool(getattr(self.tokenizer, "chat_template", None))
         can = self.constrainer is not None
-        self.capabilities = Capabilities(
+        self.capabilities = base.Capabilities(
             loglik=True, completion=True, chat=has_template, json_schema=can, choices=can, regex=can, spans=can,
             constrained_by=f"{LIBRARY} {self.constrainer.version}" if self.constrainer is not None else None,
             notes=(f"in process; constrained decoding with {LIBRARY} (JSON schema, choices, regex, spans)" if can else
@@ -148,7 +150,8 @@ class HfBackend:
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
         """The chat template applied to `messages`, ready for the assistant's answer."""
         if not self.capabilities.chat:
-            raise BackendError(f"hf:{self.model} has no chat template: use the completion form (--form completion)")
+            raise base.BackendError(f"hf:{self.model} has no chat template: use the completion form "
+                                    "(--form completion)")
         return str(self.tokenizer.apply_chat_template([{"role": r, "content": c} for r, c in messages],
                                                       tokenize=False, add_generation_prompt=True))
 
@@ -160,10 +163,10 @@ class HfBackend:
         """A prompt's tokens; one longer than the model takes (leaving `room` for what follows) keeps its
         last tokens (the example and its cue) and is counted in usage as `truncated_prompts`."""
         if not ids:
-            raise BackendError("an empty context has no next-token distribution")
+            raise base.BackendError("an empty context has no next-token distribution")
         limit = self.max_positions - room
         if limit < 1:
-            raise BackendError(f"hf:{self.model} takes {self.max_positions} positions, fewer than the {room} "
+            raise base.BackendError(f"hf:{self.model} takes {self.max_positions} positions, fewer than the {room} "
                                "an answer needs")
         if len(ids) > limit:
             self.usage.extra["truncated_prompts"] = self.usage.extra.get("truncated_prompts", 0) + 1
@@ -171,20 +174,21 @@ class HfBackend:
         return ids
 
     # -- log-likelihood ------------------------------------------------------------------------------
-    def loglik(self, requests: Sequence[LoglikRequest]) -> list[LoglikResult]:
+    def loglik(self, requests: Sequence[base.LoglikRequest],
+               on_result: base.ResultSink | None = None) -> list[base.LoglikResult]:
         by_context: dict[str, list[int]] = {}
         for index, request in enumerate(requests):
             by_context.setdefault(request.context, []).append(index)
         conts = self._encode_many([r.continuation for r in requests], special=False)
         for request, ids in zip(requests, conts):
             if not ids:
-                raise BackendError(f"the continuation {request.continuation!r} has no tokens")
+                raise base.BackendError(f"the continuation {request.continuation!r} has no tokens")
         contexts = self._encode_many(list(by_context), special=True)
         groups = [(self._fit(ids, room=max(len(conts[i]) for i in indices)), indices)
                   for ids, indices in zip(contexts, by_context.values())]
         # longest contexts together: little padding in a batch
         groups.sort(key=lambda group: -len(group[0]))
-        results: list[LoglikResult | None] = [None] * len(requests)
+        results: list[base.LoglikResult | None] = [None] * len(requests)
         for start in range(0, len(groups), self.batch_size):
             batch = groups[start:start + self.batch_size]
             scored = self._score_contexts([ids for ids, _ in batch], [[conts[i] for i in idx] for _, idx in batch])
@@ -194,7 +198,7 @@ class HfBackend:
         for ids, indices in groups:
             self.usage.requests += len(indices)
             self.usage.prompt_tokens += len(ids) + sum(len(conts[i]) for i in indices)
-        return [r for r in results if r is not None]
+        return base.hand_over([r for r in results if r is not None], on_result)
 
     def _encode_many(self, texts: Sequence[str], special: bool) -> list[list[int]]:
         """Token ids of many texts in one tokenizer call (the fast tokenizer batches them in Rust)."""
@@ -204,7 +208,7 @@ class HfBackend:
         return [by_text[text] for text in texts]
 
     def _score_contexts(self, contexts: Sequence[list[int]], conts: Sequence[Sequence[list[int]]]
-                        ) -> list[list[LoglikResult]]:
+                        ) -> list[list[base.LoglikResult]]:
         """Each context's continuations scored: one forward over the batch of contexts (left-padded), whose
         last position predicts every continuation's first token; then, for continuations of two tokens or
         more, forwards over their tokens (all but the last) from the contexts' key/value cache, the cache
@@ -236,8 +240,8 @@ class HfBackend:
                 for row, (logprob, best) in zip(chunk, self._score_rest(past, mask, lengths, conts, chunk)):
                     totals[row] += logprob
                     greedy[row] = greedy[row] and best
-        return [[LoglikResult(totals[(c, k)], len(conts[c][k]), greedy[(c, k)]) for k in range(len(conts[c]))]
-                for c in range(len(contexts))]
+        return [[base.LoglikResult(totals[(c, k)], len(conts[c][k]), greedy[(c, k)])
+                 for k in range(len(conts[c]))] for c in range(len(contexts))]
 
     def _score_rest(self, past: Any, mask: Any, lengths: Any, conts: Sequence[Sequence[list[int]]],
                     chunk: Sequence[tuple[int, int]]) -> list[tuple[float, bool]]:
@@ -261,19 +265,20 @@ class HfBackend:
         return list(zip(picked.sum(-1).tolist(), best.all(-1).tolist()))
 
     # -- generation ----------------------------------------------------------------------------------
-    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        results: list[GenerateResult] = []
+    def generate(self, requests: Sequence[base.GenerateRequest],
+                 on_result: base.ResultSink | None = None) -> list[base.GenerateResult]:
+        results: list[base.GenerateResult] = []
         for start in range(0, len(requests), self.batch_size):
             results += self._generate_chunk(requests[start:start + self.batch_size])
-        return results
+        return base.hand_over(results, on_result)
 
-    def _prompt_of(self, request: GenerateRequest) -> str:
+    def _prompt_of(self, request: base.GenerateRequest) -> str:
         if request.messages is not None:
             return self.chat_prompt(request.messages)
         assert request.prompt is not None
         return request.prompt
 
-    def _generate_chunk(self, chunk: Sequence[GenerateRequest]) -> list[GenerateResult]:
+    def _generate_chunk(self, chunk: Sequence[base.GenerateRequest]) -> list[base.GenerateResult]:
         import torch
         from transformers import LogitsProcessorList
 
@@ -306,12 +311,12 @@ class HfBackend:
             self.usage.prompt_tokens += len(encoded[row])
             self.usage.completion_tokens += len(new)
             finished = state.n_answer is not None or len(new) < request.max_new_tokens
-            results.append(GenerateResult(text, len(encoded[row]), len(new),
+            results.append(base.GenerateResult(text, len(encoded[row]), len(new),
                                           state.matcher is not None and not state.failed,
                                           "stop" if finished else "length"))
         return results
 
-    def _matcher(self, request: GenerateRequest) -> Any:
+    def _matcher(self, request: base.GenerateRequest) -> Any:
         """The request's compiled constraint (None without one, or when it does not compile: then the
         answer is generated unconstrained, counted and noted in the capabilities)."""
         if self.constrainer is None:
@@ -331,6 +336,3 @@ class HfBackend:
         head = note.split(" (")[0]
         if not any(n.startswith(head) for n in self.capabilities.notes):
             self.capabilities = replace(self.capabilities, notes=(*self.capabilities.notes, note))
-
-    def close(self) -> None:
-        pass

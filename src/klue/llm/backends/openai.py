@@ -34,17 +34,19 @@ from urllib.parse import urlsplit
 import httpx
 
 from klue.llm.backends.base import (
+    BackendBase,
     BackendError,
+    BackendOptions,
     Capabilities,
     GenerateRequest,
     GenerateResult,
     LoglikRequest,
     LoglikResult,
+    ResultSink,
     Usage,
 )
 
 T = TypeVar("T")
-ResultSink = Callable[[int, Any, Mapping[str, Any] | None], None]  # (request index, result, raw answer)
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})  # 500 is not here: llama-cpp-python gives it for bad requests
 # Transport failures a retry can cure: nothing answered, or the connection broke before the answer came.
@@ -92,6 +94,25 @@ def api_root(base_url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise BackendError(f"base URL {base_url!r}: use http://HOST:PORT/v1 (or https://...)")
     return url if parts.path not in ("", "/") else url + "/v1"
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """What follows `openai:` -> (the server's model name, its base URL); BackendError saying the form otherwise."""
+    model, sep, url = target.rpartition("@")
+    if not (sep and model.strip() and url.startswith(("http://", "https://"))):
+        raise BackendError(f"model spec 'openai:{target}': write openai:MODEL@http://HOST:PORT/v1 (the "
+                           "server's model name, then its base URL)")
+    return model.strip(), url.rstrip("/")
+
+
+def check_target(target: str) -> None:
+    split_target(target)
+
+
+def open_backend(target: str, options: BackendOptions) -> OpenAIBackend:
+    model, base_url = split_target(target)
+    return OpenAIBackend(model, base_url, api_key_env=options.api_key_env, concurrency=options.concurrency,
+                         timeout_s=options.timeout_s)
 
 
 def gbnf_choices(choices: Sequence[str]) -> str:
@@ -281,7 +302,7 @@ class _Batch:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """`Backend` over an OpenAI-compatible HTTP server; probes the server on construction."""
 
     name = "openai"

@@ -1,0 +1,29 @@
+"""Model families, one module each (klue.families.base says what a family declares): the registry that
+`klue train`, `klue llm`, `klue benchmark` and the benchmark's cells ask which family a model spec is.
+
+Adding a family is its module (a `ModelFamily` subclass and its options dataclass, `FAMILY = ...`) and one
+line in `FAMILIES`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from klue.families import classic, encoder, llm
+from klue.families.base import ModelFamily, ModelFamilyUnavailable
+
+# Asked in this order; each recognises its own specs (`classic`; a backend prefix such as `hf:`).
+FAMILIES: tuple[ModelFamily[Any], ...] = (classic.FAMILY, llm.FAMILY)
+# A spec no family above claims is an encoder's: a hub name or a local directory.
+FALLBACK: ModelFamily[Any] = encoder.FAMILY
+
+__all__ = ["FALLBACK", "FAMILIES", "ModelFamily", "ModelFamilyUnavailable", "family_of", "uses_gpu"]
+
+
+def family_of(model: str) -> ModelFamily[Any]:
+    """The family whose spec `model` is (the fallback when none claims it)."""
+    return next((family for family in FAMILIES if family.recognises(model)), FALLBACK)
+
+
+def uses_gpu(model: str) -> bool:
+    return family_of(model).uses_gpu(model)

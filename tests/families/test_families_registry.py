@@ -1,0 +1,57 @@
+"""The model-family registry (klue.families): which family a spec is, its GPU use, its options, and what the
+benchmark gives each family's cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from klue import families
+from klue.benchmark.runner import BenchmarkPlan
+from klue.errors import DataError
+from klue.families.encoder import EncoderOptions
+from klue.results import CLASSIC, ENCODER, LLM
+
+
+@pytest.mark.parametrize(("spec", "name", "gpu"), [
+    ("classic", CLASSIC, False),
+    ("hf:org/causal-lm", LLM, True),
+    ("openai:qwen@http://127.0.0.1:8000/v1", LLM, False),
+    ("klue/roberta-base", ENCODER, True),
+    ("./runs/nli/best", ENCODER, True),
+    ("classical", ENCODER, True),  # only `classic` itself is the baselines
+])
+def test_each_spec_has_one_family(spec: str, name: str, gpu: bool) -> None:
+    family = families.family_of(spec)
+    assert family.name == name and families.uses_gpu(spec) is gpu
+    assert [f.name for f in families.FAMILIES if f.recognises(spec)] == ([] if name == ENCODER else [name])
+
+
+def test_the_encoder_is_the_fallback_and_asked_last() -> None:
+    assert families.FALLBACK.name == ENCODER
+    assert ENCODER not in {f.name for f in families.FAMILIES}
+    assert {f.command for f in (*families.FAMILIES, families.FALLBACK)} == {"train", "llm"}
+
+
+def test_options_are_each_familys_dataclass() -> None:
+    assert families.family_of("klue/roberta-base").options({"epochs": 2}) == EncoderOptions({"epochs": 2})
+    with pytest.raises(DataError, match="take no hyper-parameter overrides"):
+        families.family_of(CLASSIC).options({"epochs": 2})
+    llm = families.family_of("hf:x")
+    options = llm.options({"shots": 2, "concurrency": 8, "mode": "generate"})
+    assert (options.settings.shots, options.settings.mode, options.backend.concurrency) == (2, "generate", 8)
+    assert options.backend.timeout_s == 120.0 and options.settings.limit is None  # the defaults
+    with pytest.raises(DataError, match="not epochs"):
+        llm.options({"epochs": 2})
+
+
+def test_a_malformed_llm_spec_is_refused_by_its_family() -> None:
+    with pytest.raises(DataError, match="openai:MODEL@"):
+        families.family_of("openai:no-url").check("openai:no-url")
+
+
+def test_benchmark_overrides_go_to_families_that_take_options(tmp_path: Path) -> None:
+    plan = BenchmarkPlan(("nli",), ("classic", "klue/roberta-base"), (1,), tmp_path, overrides=(("epochs", 1),))
+    overrides = {cell.model: cell.overrides for cell in plan.cells()}
+    assert overrides == {"classic": (), "klue/roberta-base": (("epochs", 1),)}

@@ -55,3 +55,11 @@ def test_benchmark_overrides_go_to_families_that_take_options(tmp_path: Path) ->
     plan = BenchmarkPlan(("nli",), ("classic", "klue/roberta-base"), (1,), tmp_path, overrides=(("epochs", 1),))
     overrides = {cell.model: cell.overrides for cell in plan.cells()}
     assert overrides == {"classic": (), "klue/roberta-base": (("epochs", 1),)}
+
+
+def test_local_workers_take_gpus_only_for_gpu_families() -> None:
+    from klue.benchmark.executors import worker_count
+
+    server = "openai:qwen@http://127.0.0.1:8000/v1"
+    assert worker_count(4, [server], ["0", "1"]) == 4  # HTTP cells use no GPU here: not one worker per GPU
+    assert worker_count(4, [server, "hf:org/lm"], ["0", "1"]) == 2

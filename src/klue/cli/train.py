@@ -143,6 +143,7 @@ def predict_command(
     """Predict INPUT with a fine-tuned MODEL and write one prediction per example to OUTPUT."""
     from klue import registry
     from klue.errors import DataError
+    from klue.families import family_of
     from klue.io.output import check_output_file
     from klue.predictions import write_predictions
     from klue.results import CLASSIC
@@ -150,7 +151,7 @@ def predict_command(
     from klue.training.run import predict
 
     task = registry.get(task_name)
-    if str(model) == CLASSIC:
+    if family_of(str(model)).name == CLASSIC:
         raise DataError("--model classic: CPU baselines are not saved (a saved scikit-learn or CRF model would be "
                         "a pickle, which can run code when loaded); they retrain in seconds to minutes with "
                         f"`klue train --task {task.name} --model classic --train TRAIN --eval EVAL`, which writes "

@@ -87,13 +87,17 @@ def prompts(**changes: Any) -> LabelPrompts:
 
 
 def test_label_prompts_choices_gold_and_parsing() -> None:
-    made = prompts().task_prompts()
+    made = prompts().make()
     record = Pet("a", "멍멍", "dog")
     assert made.modes == (LOGLIK, GENERATE) and made.default_mode == LOGLIK
     assert made.choices(record) == ("고양이", "개", "물고기") == made.choice_strings(record)
     assert made.gold_choice(record) == 1 and made.gold_answer(record) == "개"
     assert made.max_new_tokens(record) == 16 and made.cue == "답:"
-    assert completion_prompt(made, record, [Pet("b", "야옹", "cat")]) == "고르세요.\n\n글: 야옹\n답: 고양이\n\n글: 멍멍\n답:"
+    instruction = "고르세요. 다음 중 하나로만 답하세요: 고양이, 개, 물고기."
+    assert made.instruction == instruction
+    assert completion_prompt(made, record, [Pet("b", "야옹", "cat")]) == (
+        f"{instruction}\n\n글: 야옹\n답: 고양이\n\n글: 멍멍\n답:")
+    assert prompts(answers_on_lines=True).make().instruction == "고르세요. 다음 중 하나로만 답하세요:\n- 고양이\n- 개\n- 물고기"
     # the word or the official name, after an echoed cue and around marks
     assert made.parse(record, "답: **물고기**입니다").prediction == PetPrediction("a", "fish")
     assert made.parse(record, "Cat").prediction == PetPrediction("a", "cat")
@@ -107,18 +111,18 @@ def test_label_prompts_choices_gold_and_parsing() -> None:
 
 def test_label_prompts_from_probabilities() -> None:
     record = Pet("a", "x", "cat")
-    made = prompts().task_prompts()
+    made = prompts().make()
     assert made.from_choices(record, [0.2, 0.4, 0.4]) == PetPrediction("a", "dog")  # a tie: the earlier
     with pytest.raises(ValueError, match=r"expected 3 probabilities \(one per pet\), got 2"):
         made.from_choices(record, [0.5, 0.5])
     seen: list[list[float]] = []
     own = prompts(from_choices=lambda r, probs: seen.append(list(probs)) or PetPrediction(r.guid, "fish"))
-    assert own.task_prompts().from_choices(record, [1.0, 0.0, 0.0]) == PetPrediction("a", "fish")
+    assert own.make().from_choices(record, [1.0, 0.0, 0.0]) == PetPrediction("a", "fish")
     assert seen == [[1.0, 0.0, 0.0]]
 
 
 def test_label_prompts_forms_and_facts_are_checked() -> None:
-    made = prompts(forms=(("고양이", "냥이"), ("개",), ("물고기",))).task_prompts()
+    made = prompts(forms=(("고양이", "냥이"), ("개",), ("물고기",))).make()
     assert made.parse(Pet("a", "x", "dog"), "냥이").prediction == PetPrediction("a", "cat")
     assert not made.parse(Pet("a", "x", "dog"), "cat").ok  # given forms replace word + name
     with pytest.raises(ValueError, match="one word"):

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from klue.io.locate import DataRoots
 from klue.metrics.classification import SingleLabelMetrics
 from klue.metrics.report import MetricSpec, spec_map
 from klue.tasks.base import Task, declaration
@@ -60,14 +61,16 @@ def declare_label_task(package: str, *, labels: tuple[str, ...], specs: tuple[Me
                 score=metric_binding(metrics.compute, columns),
                 statistics=metric_binding(metrics.statistics, columns), **code)
 
+ANSWER_ONE_OF = "다음 중 하나로만 답하세요"  # "answer with only one of the following"
+
 
 @dataclass(frozen=True)
 class LabelPrompts:
-    """The prompts of a single-label task, from its facts; `task_prompts()` is its `TaskPrompts` (loglik
-    and generate, loglik by default). A record's gold is `record.label`."""
+    """The prompts of a single-label task, from its facts; `make()` is its `TaskPrompts` (loglik and
+    generate, loglik by default). A record's gold is `record.label`."""
 
     version: str  # e.g. "nli-ko-1": bump on any change of wording, cue, words or parsing
-    instruction: str
+    instruction: str  # what to do; the instruction shown ends with the answers (`full_instruction`)
     render: Callable[[Any], str]  # a record's input block (never its gold)
     labels: tuple[str, ...]  # official order
     words: tuple[str, ...]  # the answer word of each label (index = label index): the choices
@@ -77,6 +80,7 @@ class LabelPrompts:
     # the answers accepted for each label (index = label index); empty: its word and its official name
     forms: tuple[tuple[str, ...], ...] = ()
     cue_words: tuple[str, ...] = CUE_WORDS  # an echoed answer slot, stripped before matching
+    answers_on_lines: bool = False  # the answers one per line ("- word"), not in one line after a colon
     cue: str = "답:"
     max_new_tokens: int = 16
     # the prediction from the choices' probabilities (as many as labels); None: the most probable label
@@ -88,6 +92,13 @@ class LabelPrompts:
         if len(self.words) != len(self.labels) or (self.forms and len(self.forms) != len(self.labels)):
             raise ValueError(f"{self.version}: one word (and one group of forms) per label, for {len(self.labels)} "
                              f"labels: {len(self.words)} words, {len(self.forms)} groups of forms")
+
+    def full_instruction(self) -> str:
+        """`instruction`, then the answers: "다음 중 하나로만 답하세요: w1, w2." (answer with only one of), or
+        with the words one per line."""
+        if self.answers_on_lines:
+            return f"{self.instruction} {ANSWER_ONE_OF}:\n" + "\n".join(f"- {word}" for word in self.words)
+        return f"{self.instruction} {ANSWER_ONE_OF}: {', '.join(self.words)}."
 
     def gold_choice(self, record: Any) -> int:
         refuse_unlabelled(record)  # few-shot examples and guards need a gold; a record read for prediction has none
@@ -128,10 +139,12 @@ class LabelPrompts:
             return Parsed(self.wrong_prediction(record), False, f"{self.unparsed} in {answer[:40]!r}")
         return Parsed(self.prediction(record.guid, index), True)
 
-    def task_prompts(self) -> TaskPrompts:
+    def make(self, roots: DataRoots | None = None) -> TaskPrompts:
+        """The task's `TaskPrompts`: its `make_prompts(roots)` (`roots` is unused: a single-label task's
+        prompts need no resource file)."""
         tokens = self.max_new_tokens
         return TaskPrompts(
-            version=self.version, instruction=self.instruction, cue=self.cue, render=self.render,
+            version=self.version, instruction=self.full_instruction(), cue=self.cue, render=self.render,
             gold_answer=self.gold_answer, parse=self.parse, modes=(LOGLIK, GENERATE), default_mode=LOGLIK,
             choices=self.choices, from_choices=self.from_probabilities, gold_choice=self.gold_choice,
             max_new_tokens=lambda record: tokens, choice_strings=self.choices, notes=self.notes,

@@ -8,20 +8,12 @@ index into `LABELS`, nothing else. Generated text may also give the official Eng
 
 from __future__ import annotations
 
-from klue.io.locate import DataRoots
 from klue.tasks.labels import LabelPrompts
-from klue.tasks.prompting import TaskPrompts
 
 from .records import LABELS, NliPrediction, NliRecord
 
 WORD_OF: dict[str, str] = {"entailment": "함의", "contradiction": "모순", "neutral": "중립"}
 WORDS: tuple[str, ...] = tuple(WORD_OF[label] for label in LABELS)  # index = label index
-INSTRUCTION = (
-    "전제와 가설을 읽고 두 문장의 관계를 판단하세요. "
-    "전제가 참일 때 가설도 반드시 참이면 함의, 가설이 반드시 거짓이면 모순, "
-    "전제만으로는 가설이 참인지 거짓인지 알 수 없으면 중립입니다. "
-    f"다음 중 하나로만 답하세요: {', '.join(WORDS)}."
-)
 
 
 def render(record: NliRecord) -> str:
@@ -29,11 +21,10 @@ def render(record: NliRecord) -> str:
 
 
 PROMPTS = LabelPrompts(
-    version="nli-ko-1", instruction=INSTRUCTION, render=render, labels=LABELS, words=WORDS,
-    prediction=lambda guid, index: NliPrediction(guid, LABELS[index]), unparsed="no NLI label",
+    version="nli-ko-1", render=render, labels=LABELS, words=WORDS, unparsed="no NLI label",
+    instruction=("전제와 가설을 읽고 두 문장의 관계를 판단하세요. "
+                 "전제가 참일 때 가설도 반드시 참이면 함의, 가설이 반드시 거짓이면 모순, "
+                 "전제만으로는 가설이 참인지 거짓인지 알 수 없으면 중립입니다."),
+    prediction=lambda guid, index: NliPrediction(guid, LABELS[index]),
 )
-
-
-def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
-    """NLI's prompts; `roots` is unused (the prompts need no resource file)."""
-    return PROMPTS.task_prompts()
+make_prompts = PROMPTS.make

@@ -18,9 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from klue.io.locate import DataRoots
 from klue.tasks.labels import LabelPrompts
-from klue.tasks.prompting import CUE_WORDS, GENERATE, TaskPrompts, argmax
+from klue.tasks.prompting import CUE_WORDS, GENERATE, argmax
 
 from .records import RELATIONS, Entity, RePrediction, ReRecord
 
@@ -68,12 +67,6 @@ FORMS: tuple[tuple[str, ...], ...] = tuple(
 ENTITY_TYPE_WORDS: dict[str, str] = {
     "PER": "인물", "ORG": "단체", "LOC": "장소", "DAT": "날짜", "POH": "기타 고유명사", "NOH": "수량",
 }
-INSTRUCTION = (
-    "문장을 읽고 주체와 대상 두 개체 사이의 관계를 고르세요. "
-    "관계는 주체에게 대상이 무엇인지를 나타냅니다 (예: 인물:출생일은 대상이 주체의 출생일이라는 뜻입니다). "
-    "문장에서 두 개체 사이에 아래의 관계가 드러나지 않으면 관계 없음으로 답하세요. "
-    "다음 중 하나로만 답하세요:\n" + "\n".join(f"- {word}" for word in WORDS)
-)
 
 
 def entity_line(entity: Entity) -> str:
@@ -101,15 +94,13 @@ def from_choices(record: ReRecord, probs: Sequence[float]) -> RePrediction:
 
 # A generated answer names one relation: one-hot probabilities at it (see the module docstring).
 PROMPTS = LabelPrompts(
-    version="re-ko-1", instruction=INSTRUCTION, render=render, labels=RELATIONS, words=WORDS,
+    version="re-ko-1", render=render, labels=RELATIONS, words=WORDS, answers_on_lines=True,
+    instruction=("문장을 읽고 주체와 대상 두 개체 사이의 관계를 고르세요. "
+                 "관계는 주체에게 대상이 무엇인지를 나타냅니다 (예: 인물:출생일은 대상이 주체의 출생일이라는 뜻입니다). "
+                 "문장에서 두 개체 사이에 아래의 관계가 드러나지 않으면 관계 없음으로 답하세요."),
     prediction=lambda guid, index: RePrediction(guid, RELATIONS[index], one_hot(index)), noun="relation",
     unparsed="no relation", forms=FORMS, cue_words=(*CUE_WORDS, "관계", "relation"), max_new_tokens=32,
     from_choices=from_choices, notes="AUPRC needs loglik: generated answers give one-hot probabilities",
     not_applicable={GENERATE: ("auprc",)},
 )
-
-
-def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
-    """RE's prompts; `roots` is unused (the official relation order is `RELATIONS`, which the reader checks
-    `relation_list.json` against)."""
-    return PROMPTS.task_prompts()
+make_prompts = PROMPTS.make

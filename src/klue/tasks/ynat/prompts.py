@@ -7,17 +7,11 @@ section) and the url (its `sid1` names the section) say too much about the gold 
 
 from __future__ import annotations
 
-from klue.io.locate import DataRoots
 from klue.tasks.labels import LabelPrompts
-from klue.tasks.prompting import TaskPrompts
 
 from .records import CATEGORY, LABELS, YnatPrediction, YnatRecord
 
 WORDS: tuple[str, ...] = LABELS  # official names, official order: index = label index
-INSTRUCTION = (
-    "다음 뉴스 기사 제목을 읽고 기사의 주제를 분류하세요. "
-    f"다음 중 하나로만 답하세요: {', '.join(WORDS)}."
-)
 
 
 def render(record: YnatRecord) -> str:
@@ -25,11 +19,8 @@ def render(record: YnatRecord) -> str:
 
 
 PROMPTS = LabelPrompts(
-    version="ynat-ko-1", instruction=INSTRUCTION, render=render, labels=LABELS, words=WORDS,
-    prediction=lambda guid, index: YnatPrediction(guid, LABELS[index]), noun=CATEGORY[0], unparsed="no category",
+    version="ynat-ko-1", instruction="다음 뉴스 기사 제목을 읽고 기사의 주제를 분류하세요.", render=render,
+    labels=LABELS, words=WORDS, prediction=lambda guid, index: YnatPrediction(guid, LABELS[index]),
+    noun=CATEGORY[0], unparsed="no category",
 )
-
-
-def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
-    """YNAT's prompts; `roots` is unused (the prompts need no resource file)."""
-    return PROMPTS.task_prompts()
+make_prompts = PROMPTS.make

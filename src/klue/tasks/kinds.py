@@ -1,7 +1,8 @@
 """Glue that tasks of one kind share, made from the prediction dataclass and the label set instead of
 being written again per task.
 
-- Every prediction with a guid and a few fields: `prediction_parser(PredictionType, read_values)`.
+- Every prediction with a guid and a few fields: `prediction_parser(PredictionType, read_values)`, and
+  the gold prediction where those fields are the record's gold ones: `gold_prediction_of`.
 - Single-label classification (topics, inference labels): a label field checked against the label set and
   the prediction parser for `{guid, label}` lines (the rest of that kind: `klue.tasks.labels`).
 - Every task's metric binding: `metric_binding(metric function, the columns it reads)`.
@@ -141,6 +142,17 @@ def prediction_parser(prediction_type: Callable[..., PredictionT],
         return prediction_type(obj["guid"], *values)
 
     return parse
+
+
+def gold_prediction_of(prediction_type: Callable[..., PredictionT], *gold_fields: str) -> Callable[[Any], PredictionT]:
+    """The gold prediction of a task whose prediction holds the record's gold fields as they are:
+    `prediction_type(record.guid, *those fields)`, after refusing a record without gold."""
+
+    def gold_prediction(record: Any) -> PredictionT:
+        refuse_unlabelled(record)
+        return prediction_type(record.guid, *(getattr(record, name) for name in gold_fields))
+
+    return gold_prediction
 
 
 def label_parser(prediction_type: Callable[[str, str], PredictionT], labels: Sequence[str],

@@ -24,7 +24,7 @@ from klue.io.locate import DataRoots
 from klue.metrics.classification import SingleLabelMetrics
 from klue.metrics.report import MetricSpec, spec_map
 from klue.tasks.base import Task, declaration
-from klue.tasks.kinds import Nouns, label_parser, metric_binding, refuse_unlabelled
+from klue.tasks.kinds import Nouns, gold_prediction_of, label_parser, metric_binding, refuse_unlabelled
 from klue.tasks.prompting import (
     CUE_WORDS,
     GENERATE,
@@ -51,12 +51,8 @@ def declare_label_task(package: str, *, labels: tuple[str, ...], specs: tuple[Me
     def columns(golds: Sequence[Any], preds: Sequence[Any]) -> tuple[list[str], list[str], tuple[str, ...]]:
         return [g.label for g in golds], [p.label for p in preds], labels
 
-    def gold_prediction(record: Any) -> Any:
-        refuse_unlabelled(record)
-        return prediction_type(record.guid, record.label)
-
     return Task(**facts, package=package, labels=labels, metric_specs=spec_map(specs),
-                prediction_type=prediction_type, gold_prediction=gold_prediction,
+                prediction_type=prediction_type, gold_prediction=gold_prediction_of(prediction_type, "label"),
                 parse_prediction=label_parser(prediction_type, labels, nouns, refuse_index),
                 score=metric_binding(metrics.compute, columns),
                 statistics=metric_binding(metrics.statistics, columns), **code)

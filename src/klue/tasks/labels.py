@@ -57,6 +57,7 @@ def declare_label_task(package: str, *, labels: tuple[str, ...], specs: tuple[Me
                 score=metric_binding(metrics.compute, columns),
                 statistics=metric_binding(metrics.statistics, columns), **code)
 
+
 ANSWER_ONE_OF = "다음 중 하나로만 답하세요"  # "answer with only one of the following"
 
 

@@ -272,8 +272,7 @@ def test_resolve_hf_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 def test_hf_protocol_refuses_a_task_without_a_mapping() -> None:
-    plain = dataclasses.replace(registry.get("nli"), hf=None, from_hf=None, package="klue.tasks.nowhere",
-                                name="plain")
+    plain = dataclasses.replace(registry.get("nli"), hf=None, package="klue.tasks.nowhere", name="plain")
     with pytest.raises(DataError, match="has no Hugging Face mapping"):
         protocols.resolve_hf(plain)
 

@@ -63,8 +63,8 @@ def test_shards_merge(data: list[tuple[float, float]], cut: int) -> None:
     if math.isnan(whole):
         return
     assert merged.r() == pytest.approx(whole, abs=1e-6)
-    counts = sts.BinaryCounts.of(gold[:cut], pred[:cut]) + sts.BinaryCounts.of(gold[cut:], pred[cut:])
-    assert counts.f1() == sts.f1(gold, pred)
+    counts = sts.binary_counts(gold[:cut], pred[:cut]) + sts.binary_counts(gold[cut:], pred[cut:])
+    assert 100.0 * counts.f1(True) == sts.f1(gold, pred)
 
 
 def _dev_gold(klue_data_dir: Path) -> list[float]:

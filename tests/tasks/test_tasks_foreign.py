@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -149,9 +150,9 @@ def hf(rows: list[dict[str, Any]], features: dict[str, Any]) -> Any:
 
 def convert(name: str, dataset: Any) -> tuple[list[Any], ProblemLog]:
     log = ProblemLog(f"hf:klue/klue:{name}")
-    from_hf = registry.get(name).from_hf
-    assert from_hf is not None, f"{name} declares no Hugging Face mapping"
-    return from_hf(dataset, log), log
+    layout = registry.get(name).hf_layout()
+    assert layout is not None, f"{name} declares no Hugging Face mapping"
+    return layout.from_rows(dataset, log), log
 
 
 def test_hf_nli_maps_labels_by_name() -> None:
@@ -242,19 +243,18 @@ def test_hf_wos() -> None:
 
 
 def test_every_task_maps_hf_rows_with_its_layout_reader() -> None:
-    """Every task declares `from_hf` in its own package, and it is the reader of its `HF_LAYOUT`: one
-    reader per task, whichever way a copy is reached (`hf_copy` holds no task's layout)."""
+    """Every task declares its `HF_LAYOUT` in its own package, and its rows reader is the one every way to
+    a copy uses (`hf_copy` holds no task's layout)."""
     for task in registry.all_tasks():
         layout = task.hf_layout()
-        assert layout is not None and task.from_hf is not None, task.name
-        assert task.from_hf is layout.from_rows, task.name
-        assert hf_copy.reader_of(task) is task.from_hf
+        assert layout is not None, task.name
+        assert layout is importlib.import_module(f"{task.package}.records").HF_LAYOUT, task.name
+        assert hf_copy.reader_of(task) is layout.from_rows
 
 
 def test_hf_unknown_task() -> None:
     """A task that declares no mapping is refused by name before any row is read."""
-    plain = dataclasses.replace(registry.get("ner"), hf=None, from_hf=None, package="klue.tasks.nowhere",
-                                name="plain")
-    assert plain.from_hf is None and hf_copy.layout_of(plain) is None
+    plain = dataclasses.replace(registry.get("ner"), hf=None, package="klue.tasks.nowhere", name="plain")
+    assert hf_copy.layout_of(plain) is None
     with pytest.raises(DataError, match="task 'plain' has no Hugging Face mapping"):
         hf_copy.reader_of(plain)

@@ -302,6 +302,14 @@ def row_guid(dataset: Any, index: int, prefix: str) -> str:
     return f"{prefix}_{split if split is not None else 'rows'}_{index:05d}"
 
 
+def guid_of_row(fields: Fields, dataset: Any, index: int, prefix: str) -> str | None:
+    """The guid of row `index` (read through `fields`): an export's `guid` column, a non-empty string
+    (None after logging a problem), else `row_guid` (the hub's NER and DP rows carry none)."""
+    if fields.data.get("guid") is None:
+        return row_guid(dataset, index, prefix)
+    return fields.str("guid", nonempty=True)
+
+
 def as_rows(value: Any) -> Any:
     """A `datasets.Sequence` of structs comes back as a dict of equal-length lists; turn it into a list of
     dicts (a value already in that shape, or anything else, is returned as it is)."""

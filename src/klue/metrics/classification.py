@@ -1,4 +1,5 @@
-"""Counts shared by the classification-style metrics: per-label tp/fp/fn, macro/micro F1, accuracy, confusion.
+"""Counts shared by the classification-style metrics: per-label tp/fp/fn, macro/micro F1, accuracy, confusion;
+and the metrics of the single-label tasks (YNAT, NLI: `SingleLabelMetrics`).
 
 Hand-written over numpy instead of calling `sklearn.metrics.f1_score`: importing sklearn alone costs
 about a second on a cold start, and `klue score` must finish in under two. The definitions follow
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricMode, MetricReport, MetricSpec
+from klue.metrics.statistics import ExampleStatistics, single_label_statistics
 
 Label = Hashable
 
@@ -231,3 +233,23 @@ def single_label_report(task: str, gold: Sequence[str], pred: Sequence[str], lab
         confusion=confusion_matrix(gold, pred, labels),
         n_examples=len(gold),
     )
+
+
+@dataclass(frozen=True)
+class SingleLabelMetrics:
+    """The metrics of one single-label classification task (YNAT, NLI): its name in reports and the specs
+    it reports, in order (its key metric first). Its `compute` and `statistics` are the task's metric
+    functions, so the task's metric module holds only these facts and its documented definitions."""
+
+    task: str
+    specs: tuple[MetricSpec, ...]
+
+    def compute(self, gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
+                mode: MetricMode = "official") -> MetricReport:
+        """Scores `specs`; breakdown `f1_per_class`; confusion over `labels` (`single_label_report`)."""
+        return single_label_report(self.task, gold, pred, labels, self.specs, mode)
+
+    def statistics(self, gold: Sequence[str], pred: Sequence[str], labels: Sequence[str],
+                   mode: MetricMode = "official") -> ExampleStatistics:
+        """Per-example statistics of `compute`'s scores (same in both modes): correct, per-label counts."""
+        return single_label_statistics(gold, pred, labels, [spec.name for spec in self.specs])

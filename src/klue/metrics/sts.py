@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from klue.metrics.classification import check_aligned, check_mode, f1_ratio
+from klue.metrics.classification import LabelCounts, check_aligned, check_mode
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 from klue.metrics.statistics import ExampleStatistics, Formula, column, combine
 
@@ -67,29 +67,18 @@ def f1(gold: Sequence[float], pred: Sequence[float]) -> float:
     >>> f1([3.0, 4.0, 1.0, 2.0], [3.0, 2.9, 3.5, 0.0])  # tp 1, fp 1, fn 1
     50.0
     """
-    return BinaryCounts.of(gold, pred).f1()
+    return 100.0 * binary_counts(gold, pred).f1(True)
 
 
-@dataclass(frozen=True)
-class BinaryCounts:
-    """tp / fp / fn of the thresholded binary task; add with `+` (shards merge exactly)."""
+def binary_counts(gold: Sequence[float], pred: Sequence[float]) -> LabelCounts:
+    """The counts of the thresholded binary task (labels True and False), mergeable with `+`."""
+    check_aligned(gold, pred, "scores")
+    return LabelCounts.of(_positive(gold, "gold scores").tolist(), _positive(pred, "predicted scores").tolist())
 
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
 
-    @classmethod
-    def of(cls, gold: Sequence[float], pred: Sequence[float]) -> BinaryCounts:
-        check_aligned(gold, pred, "scores")
-        g = _as_float_array(gold, "gold scores") >= THRESHOLD
-        p = _as_float_array(pred, "predicted scores") >= THRESHOLD
-        return cls(int(np.sum(g & p)), int(np.sum(~g & p)), int(np.sum(g & ~p)))
-
-    def __add__(self, other: BinaryCounts) -> BinaryCounts:
-        return BinaryCounts(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
-
-    def f1(self) -> float:
-        return 100.0 * f1_ratio(self.tp, self.tp + self.fp, self.tp + self.fn)
+def _positive(scores: Sequence[float], what: str) -> np.ndarray:
+    """Whether each score is at least `THRESHOLD` (the binary label 1)."""
+    return _as_float_array(scores, what) >= THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -169,8 +158,7 @@ def statistics(gold: Sequence[float], pred: Sequence[float], mode: MetricMode = 
     x = _as_float_array(pred, "predicted scores")
     if len(x):
         x, y = x - x.mean(), y - y.mean()
-    g = _as_float_array(gold, "gold scores") >= THRESHOLD
-    p = _as_float_array(pred, "predicted scores") >= THRESHOLD
+    g, p = _positive(gold, "gold scores"), _positive(pred, "predicted scores")
     formulas = {
         "pearsonr": Formula("pearsonr", "pearson", {k: k for k in ("n", "x", "y", "xx", "yy", "xy")}),
         "f1": Formula("f1", "f1", {"tp": "bin.tp", "pred": "bin.pred", "gold": "bin.gold"}),

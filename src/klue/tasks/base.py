@@ -182,7 +182,6 @@ class Task(Generic[RecordT, PredictionT]):
     group_key: Callable[[RecordT], str] = attrgetter("guid")  # records sharing a key stay on one side
     other_readers: Mapping[str, Callable[[Path, ProblemLog], list[RecordT]]] = field(default_factory=dict)
     read_resource: Callable[[Path, ProblemLog], Any] | None = None  # checks the "resource" file
-    from_hf: Callable[[Any, ProblemLog], list[RecordT]] | None = None  # rows of the hub's klue/klue copy
     # lazy: the task's `klue.io.hf.HfLayout` (the columns of its Hugging Face copy, both directions), by
     # convention `HF_LAYOUT` in its records module; a task without one has no export (`hf_layout()` None)
     hf: str | None = ".records:HF_LAYOUT"
@@ -284,9 +283,14 @@ _DEFAULTS: Mapping[str, Any] = {
 
 def declare(package: str, **code: Any) -> Task[Any, Any]:
     """The task of `package`: the facts of its `task.yaml` (checked) and the code given here."""
+    return Task(**declaration(package), package=package, **code)
+
+
+def declaration(package: str) -> dict[str, Any]:
+    """The Task fields the `task.yaml` of `package` declares (checked), for `declare` and for a task kind
+    whose code needs a fact (the task's name in its metric reports)."""
     path = resources.files(package) / DECLARATION_FILE
-    return Task(**read_declaration(path.read_text(encoding="utf-8"), f"{package}/{DECLARATION_FILE}"),
-                package=package, **code)
+    return read_declaration(path.read_text(encoding="utf-8"), f"{package}/{DECLARATION_FILE}")
 
 
 def read_declaration(text: str, where: str) -> dict[str, Any]:

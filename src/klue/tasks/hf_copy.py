@@ -2,8 +2,8 @@
 (the hub's `klue/klue` copy, a `save_to_disk` directory, a parquet file) into records, and exporting the
 official files as a `DatasetDict` (`klue data export --format hf`).
 
-Every task declares its layout as `HF_LAYOUT` in its records module (`Task.hf_layout`), and the same
-reader as `Task.from_hf`; this module knows no task.
+Every task declares its layout as `HF_LAYOUT` in its records module (`Task.hf_layout`), whose `from_rows`
+is the task's one reader of rows; this module knows no task.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ def reader_of(task: Task[Any, Any]) -> RowReader:
     layout = layout_of(task)
     if layout is not None:
         return layout.from_rows
-    if task.from_hf is not None:
-        return task.from_hf
     raise DataError(f"task {task.name!r} has no Hugging Face mapping, so it cannot read a `datasets` copy")
 
 

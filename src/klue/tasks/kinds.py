@@ -1,9 +1,11 @@
 """Glue that tasks of one kind share, made from the prediction dataclass and the label set instead of
 being written again per task.
 
-- Every prediction with a guid and a few fields: `prediction_parser(PredictionType, read_values)`.
-- Single-label classification (topics, inference labels): a label field checked against the label set,
-  the prediction parser for `{guid, label}` lines, and the metric binding over `record.label`.
+- Every prediction with a guid and a few fields: `prediction_parser(PredictionType, read_values)`, and
+  the gold prediction where those fields are the record's gold ones: `gold_prediction_of`.
+- Single-label classification (topics, inference labels): a label field checked against the label set and
+  the prediction parser for `{guid, label}` lines (the rest of that kind: `klue.tasks.labels`).
+- Every task's metric binding: `metric_binding(metric function, the columns it reads)`.
 - Why a file is read (`ReadingLog`): `klue data validate` holds a file to every rule of its format,
   while `klue score` only needs what the metric reads, so a reader may let a problem the metric never
   sees pass as a warning when it reads for scoring (`reads_for_scoring`); `klue predict` reads examples
@@ -25,12 +27,12 @@ from typing import Any, Literal, TypeVar
 from klue.errors import DataError, ProblemLog
 from klue.io import formats
 from klue.io.fields import Fields, prediction_fields
-from klue.metrics.report import MetricMode, MetricReport
-from klue.metrics.statistics import ExampleStatistics
+from klue.metrics.report import MetricMode
 from klue.tasks import hf_copy
 from klue.tasks.base import Task
 
 PredictionT = TypeVar("PredictionT")
+BoundT = TypeVar("BoundT")  # what a metric binding returns: a MetricReport or ExampleStatistics
 Nouns = tuple[str, str]  # how messages name one label and several: ("label", "labels"), ("category", ...)
 ReadPurpose = Literal["check", "score", "predict"]
 READ_PURPOSES: tuple[ReadPurpose, ...] = ("check", "score", "predict")
@@ -142,6 +144,17 @@ def prediction_parser(prediction_type: Callable[..., PredictionT],
     return parse
 
 
+def gold_prediction_of(prediction_type: Callable[..., PredictionT], *gold_fields: str) -> Callable[[Any], PredictionT]:
+    """The gold prediction of a task whose prediction holds the record's gold fields as they are:
+    `prediction_type(record.guid, *those fields)`, after refusing a record without gold."""
+
+    def gold_prediction(record: Any) -> PredictionT:
+        refuse_unlabelled(record)
+        return prediction_type(record.guid, *(getattr(record, name) for name in gold_fields))
+
+    return gold_prediction
+
+
 def label_parser(prediction_type: Callable[[str, str], PredictionT], labels: Sequence[str],
                  nouns: Nouns = ("label", "labels"), refuse_index: bool = False) -> Parser:
     """The parser of `{guid, label}` prediction lines. `refuse_index`: an integer label is refused with a
@@ -158,26 +171,18 @@ def label_parser(prediction_type: Callable[[str, str], PredictionT], labels: Seq
     return prediction_parser(prediction_type, read_values)
 
 
-def label_score(compute: Callable[..., MetricReport], labels: Sequence[str]) -> Callable[
-        [Sequence[Any], Sequence[Any], MetricMode], MetricReport]:
-    """The metric binding of a single-label task: `compute(gold labels, predicted labels, labels, mode)`
-    over `record.label` and `prediction.label`."""
-
-    def score(golds: Sequence[Any], preds: Sequence[Any], mode: MetricMode) -> MetricReport:
-        require_labelled(golds)
-        return compute([g.label for g in golds], [p.label for p in preds], labels, mode=mode)
-
-    return score
+Columns = Callable[[Sequence[Any], Sequence[Any]], tuple[Any, ...]]  # (golds, predictions) -> a metric's arguments
 
 
-def label_statistics(statistics: Callable[..., ExampleStatistics], labels: Sequence[str]) -> Callable[
-        [Sequence[Any], Sequence[Any], MetricMode], ExampleStatistics]:
-    """The per-example statistics binding of a single-label task, beside `label_score`:
-    `statistics(gold labels, predicted labels, labels, mode)`."""
+def metric_binding(metric: Callable[..., BoundT], columns: Columns) -> Callable[
+        [Sequence[Any], Sequence[Any], MetricMode], BoundT]:
+    """A task's metric binding (`Task.score`, or `Task.statistics` over the metric module's `statistics`):
+    `metric(*columns(golds, predictions), mode=mode)`, where `columns` takes what the metric reads from the
+    gold records and the predictions, after refusing gold records without gold (`require_labelled`)."""
 
-    def bound(golds: Sequence[Any], preds: Sequence[Any], mode: MetricMode) -> ExampleStatistics:
-        require_labelled(golds)
-        return statistics([g.label for g in golds], [p.label for p in preds], labels, mode=mode)
+    def bound(golds: Sequence[Any], preds: Sequence[Any], mode: MetricMode) -> BoundT:
+        require_labelled(golds)  # records read for prediction hold no gold to score against
+        return metric(*columns(golds, preds), mode=mode)
 
     return bound
 

@@ -120,23 +120,24 @@ def test_prediction_round_trip_and_lengths(tmp_path: Path) -> None:
     assert [p.location for p in log.errors] == ["line 2", "line 3", "line 4"]
 
 
-def test_evaluate_uses_non_space_tags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evaluate_uses_non_space_tags(tmp_path: Path) -> None:
+    """The metric reads the tags of the non-space characters only: a tag predicted for a space is ignored."""
+    import dataclasses
+
+    from klue.metrics import ner as metric
+    from klue.tasks.ner import tag_columns
+
     records = read(write(tmp_path, GOOD))[0]
-    seen = {}
-
-    def fake_compute(gold, pred, mode="official"):  # records what the task passes to its metric function
-        seen.update(gold=gold, pred=pred, mode=mode)
-        return "report"
-
-    import types
-
-    import klue.tasks.ner  # the task's metric binding calls the metric module it imported
-
-    monkeypatch.setattr(klue.tasks.ner, "metric", types.SimpleNamespace(compute=fake_compute))
     preds = [ner.gold_prediction(r) for r in records]
-    assert TASK.evaluate(records, preds, "official") == "report"
-    assert seen["gold"] == [list(r.nonspace_tags) for r in records] == seen["pred"]
+    assert all(len(p.tags) == len(r.chars) and " " in r.chars for p, r in zip(preds, records))
+    # a wrong tag at every space: the metric never sees it
+    preds = [dataclasses.replace(p, tags=tuple("B-DT" if c == " " else t for c, t in zip(r.chars, p.tags)))
+             for p, r in zip(preds, records)]
+    gold_tags, pred_tags = tag_columns(records, preds)
+    assert gold_tags == [list(r.nonspace_tags) for r in records] == pred_tags
     assert all(" " not in r.nonspace_chars for r in records)
+    report = TASK.evaluate(records, preds, "official")
+    assert report == metric.compute(gold_tags, pred_tags) and report.scores["entity_macro_f1"] == 100.0
     with pytest.raises(DataError, match="expected guid"):
         TASK.evaluate(records, preds[::-1], "official")
 

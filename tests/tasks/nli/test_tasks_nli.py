@@ -115,9 +115,9 @@ def test_predictions_round_trip_and_validate() -> None:
     log = ProblemLog("pred.jsonl")
     gold = TASK.gold_prediction(record)
     assert TASK.parse_prediction(TASK.prediction_to_json(gold), log, "line 1") == gold
-    assert nli.parse_prediction({"guid": "g1", "label": "yes"}, log, "line 2") is None
-    assert nli.parse_prediction({"label": "neutral"}, log, "line 3") is None
-    assert nli.parse_prediction({"guid": "g1", "label": 2}, log, "line 4") is None
+    assert TASK.parse_prediction({"guid": "g1", "label": "yes"}, log, "line 2") is None
+    assert TASK.parse_prediction({"label": "neutral"}, log, "line 3") is None
+    assert TASK.parse_prediction({"guid": "g1", "label": 2}, log, "line 4") is None
     assert [p.location for p in log.errors] == ["line 2", "line 3", "line 4"]
     assert "g1: unknown label 'yes'" in log.errors[0].message
 
@@ -127,7 +127,7 @@ def test_evaluate_checks_alignment() -> None:
     with pytest.raises(DataError, match="expected guid 'g0'"):
         TASK.evaluate(records, [nli.NliPrediction("g1", "neutral")] * 3, "official")
     with pytest.raises(DataError, match="3 gold examples but 2 predictions"):
-        TASK.evaluate(records, [nli.gold_prediction(r) for r in records[:2]], "official")
+        TASK.evaluate(records, [TASK.gold_prediction(r) for r in records[:2]], "official")
     preds = [nli.NliPrediction(r.guid, "neutral") for r in records]
     assert TASK.evaluate(records, preds, "official").scores["accuracy"] == pytest.approx(100 / 3)
 

@@ -79,10 +79,10 @@ def test_duplicate_guid(tmp_path: Path) -> None:
 
 def test_predictions_by_name_only() -> None:
     log = ProblemLog("pred.jsonl")
-    gold = ynat.gold_prediction(ynat.YnatRecord("g", "t", "세계"))
-    assert ynat.parse_prediction(TASK.prediction_to_json(gold), log, "line 1") == gold
-    assert ynat.parse_prediction({"guid": "g", "label": 4}, log, "line 2") is None
-    assert ynat.parse_prediction({"guid": "g", "label": "World"}, log, "line 3") is None
+    gold = TASK.gold_prediction(ynat.YnatRecord("g", "t", "세계"))
+    assert TASK.parse_prediction(TASK.prediction_to_json(gold), log, "line 1") == gold
+    assert TASK.parse_prediction({"guid": "g", "label": 4}, log, "line 2") is None
+    assert TASK.parse_prediction({"guid": "g", "label": "World"}, log, "line 3") is None
     assert [p.location for p in log.errors] == ["line 2", "line 3"]
     assert "not an index" in log.errors[0].message
 
@@ -94,7 +94,7 @@ def test_real_dev_sample_and_scoring_gold(shared_data_dir: Path) -> None:
         records, log = read(path)
         assert not log.problems and len(records) == count
         assert [ynat.to_json(r) for r in records] == json.loads(path.read_text(encoding="utf-8"))
-        preds = [ynat.parse_prediction(TASK.prediction_to_json(ynat.gold_prediction(r)), log, "") for r in records]
+        preds = [TASK.parse_prediction(TASK.prediction_to_json(TASK.gold_prediction(r)), log, "") for r in records]
         assert TASK.evaluate(records, preds, "official").scores["macro_f1"] == 100.0
 
 

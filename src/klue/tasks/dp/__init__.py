@@ -22,7 +22,6 @@ from .records import (
     DEPRELS,
     DpPrediction,
     DpRecord,
-    from_hf,
     gold_prediction,
     head_range_problem,
     parse_prediction,
@@ -79,5 +78,5 @@ TASK: Task[DpRecord, DpPrediction] = declare(
     __name__, labels=DEPRELS, metric_specs=spec_map(metric.SPECS), record_type=DpRecord,
     prediction_type=DpPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=score, statistics=statistics, other_readers={"conllu": read_conllu},
-    from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

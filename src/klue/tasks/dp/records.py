@@ -20,7 +20,7 @@ from klue.io.conllu import ConlluWord, read_sentences
 from klue.io.fields import Fields, item_path
 from klue.io.text import check_unique_guids, read_text
 from klue.metrics.dp import DEPRELS
-from klue.tasks.kinds import reads_for_prediction, refuse_unlabelled
+from klue.tasks.kinds import gold_prediction_of, reads_for_prediction
 
 _DEPREL_SET = frozenset(DEPRELS)
 N_COLUMNS = 6
@@ -231,9 +231,7 @@ def head_range_problem(heads: Sequence[int], n_words: int) -> str | None:
     return f"word {word}: head {head} is outside 0..{n_words} (0 = root, else a word of the sentence){more}"
 
 
-def gold_prediction(record: DpRecord) -> DpPrediction:
-    refuse_unlabelled(record)
-    return DpPrediction(record.guid, record.heads, record.deprels)
+gold_prediction = gold_prediction_of(DpPrediction, "heads", "deprels")
 
 
 def ud_lemma_pieces(lemma: str) -> list[str]:
@@ -346,8 +344,7 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[DpRecord]:
     guids: list[tuple[str, str]] = []
     for index, row in hf.rows(dataset):
         fields = Fields(row, item_path("$", index), log)
-        has_guid = isinstance(row, dict) and row.get("guid") is not None
-        guid = fields.str("guid", nonempty=True) if has_guid else hf.row_guid(dataset, index, HF_GUID_PREFIX)
+        guid = hf.guid_of_row(fields, dataset, index, HF_GUID_PREFIX)
         sentence = fields.str("sentence")
         columns = _hf_columns(fields, names)
         problem = _hf_problem(columns) if columns is not None else None

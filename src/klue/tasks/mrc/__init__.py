@@ -1,8 +1,6 @@
 """KLUE-MRC: extractive machine reading comprehension with unanswerable questions, scored by exact match
-and the official "ROUGE-W" (a character LCS-substring F1).
-
-Records are one per question (the unit predictions and metrics count), each carrying its context and
-article fields; local splits group by context so no paragraph's questions straddle a split.
+and the official "ROUGE-W" (a character LCS-substring F1). One record per question, grouped by context in
+local splits (records.py).
 """
 
 from __future__ import annotations
@@ -10,15 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from klue.metrics import mrc as metric
-from klue.metrics.report import MetricMode, MetricReport, spec_map
-from klue.metrics.statistics import ExampleStatistics
+from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
-from klue.tasks.kinds import require_labelled
+from klue.tasks.kinds import metric_binding
 
 from .records import (
     MrcPrediction,
     MrcRecord,
-    from_hf,
     gold_prediction,
     parse_prediction,
     read,
@@ -27,22 +23,23 @@ from .records import (
 )
 
 
-def score(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction], mode: MetricMode) -> MetricReport:
-    require_labelled(golds)  # records read for prediction hold no gold to score against
-    types = [g.question_type for g in golds]
-    question_types = None if any(t is None for t in types) else [int(t) for t in types]  # type: ignore[arg-type]
-    return metric.compute([g.answer_texts for g in golds], [p.answer for p in preds], question_types, mode=mode)
+def _answers(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction]) -> tuple[list[list[str]], list[str]]:
+    """Each question's gold answer texts and its predicted answer."""
+    return [g.answer_texts for g in golds], [p.answer for p in preds]
 
 
-def statistics(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction], mode: MetricMode) -> ExampleStatistics:
-    require_labelled(golds)
-    return metric.statistics([g.answer_texts for g in golds], [p.answer for p in preds], mode=mode)
+def _answers_and_types(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction]) -> tuple[
+        list[list[str]], list[str], list[int] | None]:
+    """`_answers` and the question types (None when a record has none: no per-type breakdown)."""
+    known = [g.question_type for g in golds if g.question_type is not None]
+    return (*_answers(golds, preds), known if len(known) == len(golds) else None)
 
 
 TASK: Task[MrcRecord, MrcPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=MrcRecord,
     prediction_type=MrcPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, statistics=statistics, group_key=lambda r: r.context,
+    parse_prediction=parse_prediction, score=metric_binding(metric.compute, _answers_and_types),
+    statistics=metric_binding(metric.statistics, _answers), group_key=lambda r: r.context,
     other_readers={"korquad": read_korquad, "squad": read_korquad, "unchecked-offsets": read_unchecked_offsets},
-    from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

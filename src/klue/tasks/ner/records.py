@@ -19,7 +19,7 @@ from klue.io import hf
 from klue.io.fields import Fields, item_path
 from klue.io.text import check_unique_guids, read_text
 from klue.metrics.ner import ENTITY_TYPES, TAGS
-from klue.tasks.kinds import reads_for_prediction, refuse_unlabelled
+from klue.tasks.kinds import gold_prediction_of, reads_for_prediction
 
 _TAG_SET = frozenset(TAGS)
 SPACE = " "  # the only character the official reader drops (it compares `token == " "`)
@@ -264,9 +264,7 @@ def parse_prediction(obj: Mapping[str, Any], log: ProblemLog, location: str) -> 
     return NerPrediction(guid, tuple(tags))
 
 
-def gold_prediction(record: NerRecord) -> NerPrediction:
-    refuse_unlabelled(record)
-    return NerPrediction(record.guid, record.tags)
+gold_prediction = gold_prediction_of(NerPrediction, "tags")
 
 
 def nonspace_prediction(record: NerRecord, prediction: NerPrediction) -> tuple[str, ...]:
@@ -292,8 +290,7 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[NerRecord]:
     guids: list[tuple[str, str]] = []
     for index, row in hf.rows(dataset):
         fields = Fields(row, item_path("$", index), log)
-        has_guid = isinstance(row, dict) and row.get("guid") is not None
-        guid = fields.str("guid", nonempty=True) if has_guid else hf.row_guid(dataset, index, HF_GUID_PREFIX)
+        guid = hf.guid_of_row(fields, dataset, index, HF_GUID_PREFIX)
         marked = fields.str("sentence")
         chars = fields.str_list("tokens")
         raw_tags = fields.list("ner_tags")

@@ -18,7 +18,7 @@ from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
-from klue.tasks.kinds import NO_LABEL, gold_optional, label_parser, one_of, refuse_unlabelled
+from klue.tasks.kinds import NO_LABEL, gold_optional, one_of
 
 LABELS: tuple[str, ...] = ("entailment", "contradiction", "neutral")  # official order
 KORNLI_HEADER = ("sentence1", "sentence2", "gold_label")
@@ -124,14 +124,6 @@ def to_json(record: NliRecord) -> dict[str, Any]:
     if record.validator_labels is not None:
         out.update(zip(VALIDATOR_FIELDS, record.validator_labels))
     return out
-
-
-parse_prediction = label_parser(NliPrediction, LABELS)
-
-
-def gold_prediction(record: NliRecord) -> NliPrediction:
-    refuse_unlabelled(record)
-    return NliPrediction(record.guid, record.gold_label)
 
 
 def read_kornli(path: Path, log: ProblemLog) -> list[NliRecord]:

@@ -9,16 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from klue.metrics import re as metric
-from klue.metrics.report import MetricMode, MetricReport, spec_map
-from klue.metrics.statistics import ExampleStatistics
+from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
-from klue.tasks.kinds import require_labelled
+from klue.tasks.kinds import metric_binding
 
 from .records import (
     RELATIONS,
     RePrediction,
     ReRecord,
-    from_hf,
     gold_prediction,
     parse_prediction,
     read,
@@ -26,21 +24,16 @@ from .records import (
 )
 
 
-def score(golds: Sequence[ReRecord], preds: Sequence[RePrediction], mode: MetricMode) -> MetricReport:
-    require_labelled(golds)  # records read for prediction hold no gold to score against
-    return metric.compute([g.label for g in golds], [p.label for p in preds], [list(p.probs) for p in preds],
-                          RELATIONS, mode=mode)
-
-
-def statistics(golds: Sequence[ReRecord], preds: Sequence[RePrediction], mode: MetricMode) -> ExampleStatistics:
-    require_labelled(golds)
-    return metric.statistics([g.label for g in golds], [p.label for p in preds], [list(p.probs) for p in preds],
-                             RELATIONS, mode=mode)
+def _columns(golds: Sequence[ReRecord], preds: Sequence[RePrediction]) -> tuple[
+        list[str], list[str], list[list[float]], tuple[str, ...]]:
+    """Gold and predicted relations, the predicted probabilities, the relation order."""
+    return [g.label for g in golds], [p.label for p in preds], [list(p.probs) for p in preds], RELATIONS
 
 
 TASK: Task[ReRecord, RePrediction] = declare(
     __name__, labels=RELATIONS, metric_specs=spec_map(metric.SPECS), record_type=ReRecord,
     prediction_type=RePrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, statistics=statistics, read_resource=read_relation_list, from_hf=from_hf,
+    parse_prediction=parse_prediction, score=metric_binding(metric.compute, _columns),
+    statistics=metric_binding(metric.statistics, _columns), read_resource=read_relation_list,
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

@@ -18,23 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from klue.io.locate import DataRoots
-from klue.tasks.kinds import refuse_unlabelled
-from klue.tasks.prompting import (
-    CUE_WORDS,
-    GENERATE,
-    LOGLIK,
-    Parsed,
-    TaskPrompts,
-    answer_line,
-    argmax,
-    match_label,
-)
+from klue.tasks.labels import LabelPrompts
+from klue.tasks.prompting import CUE_WORDS, GENERATE, argmax
 
 from .records import RELATIONS, Entity, RePrediction, ReRecord
 
-VERSION = "re-ko-1"
-CUE = "답:"
 DESCRIPTION: dict[str, str] = {
     "no_relation": "관계 없음",
     "org:dissolved": "단체:해산일",
@@ -79,12 +67,6 @@ FORMS: tuple[tuple[str, ...], ...] = tuple(
 ENTITY_TYPE_WORDS: dict[str, str] = {
     "PER": "인물", "ORG": "단체", "LOC": "장소", "DAT": "날짜", "POH": "기타 고유명사", "NOH": "수량",
 }
-INSTRUCTION = (
-    "문장을 읽고 주체와 대상 두 개체 사이의 관계를 고르세요. "
-    "관계는 주체에게 대상이 무엇인지를 나타냅니다 (예: 인물:출생일은 대상이 주체의 출생일이라는 뜻입니다). "
-    "문장에서 두 개체 사이에 아래의 관계가 드러나지 않으면 관계 없음으로 답하세요. "
-    "다음 중 하나로만 답하세요:\n" + "\n".join(f"- {word}" for word in WORDS)
-)
 
 
 def entity_line(entity: Entity) -> str:
@@ -96,28 +78,13 @@ def render(record: ReRecord) -> str:
             f"대상: {entity_line(record.object_entity)}")
 
 
-def gold_answer(record: ReRecord) -> str:
-    return WORDS[gold_choice(record)]
-
-
-def gold_choice(record: ReRecord) -> int:
-    refuse_unlabelled(record)  # few-shot examples and guards need a gold; a record read for prediction has none
-    return RELATIONS.index(record.label)
-
-
-def choices(record: ReRecord) -> tuple[str, ...]:
-    return WORDS
-
-
 def one_hot(index: int) -> tuple[float, ...]:
     return tuple(float(i == index) for i in range(len(RELATIONS)))
 
 
 def from_choices(record: ReRecord, probs: Sequence[float]) -> RePrediction:
-    """The most probable relation (ties: the earlier one), with the 30 probabilities normalised to sum to 1
-    in the official relation order, for AUPRC."""
-    if len(probs) != len(RELATIONS):
-        raise ValueError(f"expected {len(RELATIONS)} probabilities (one per relation), got {len(probs)}")
+    """The most probable relation (ties: the earlier one), with the 30 probabilities (one per relation:
+    `LabelPrompts` checks it) normalised to sum to 1 in the official relation order, for AUPRC."""
     total = math.fsum(probs)
     if not total > 0 or not math.isfinite(total):
         raise ValueError(f"the probabilities of the relations must have a positive finite sum, got {total}")
@@ -125,28 +92,15 @@ def from_choices(record: ReRecord, probs: Sequence[float]) -> RePrediction:
     return RePrediction(record.guid, RELATIONS[argmax(normalised)], normalised)
 
 
-def wrong_prediction(record: ReRecord) -> RePrediction:
-    """A prediction that is wrong for `record`: the relation after the gold in the official order (the
-    first one for a record without gold, which is never scored), one-hot."""
-    index = (RELATIONS.index(record.label) + 1) % len(RELATIONS) if record.label in RELATIONS else 0
-    return RePrediction(record.guid, RELATIONS[index], one_hot(index))
-
-
-def parse(record: ReRecord, text: str) -> Parsed:
-    answer = answer_line(text, (*CUE_WORDS, "관계", "relation"))
-    index = match_label(answer, FORMS)
-    if index is None:
-        return Parsed(wrong_prediction(record), False, f"no relation in {answer[:40]!r}")
-    return Parsed(RePrediction(record.guid, RELATIONS[index], one_hot(index)), True)
-
-
-def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
-    """RE's prompts; `roots` is unused (the official relation order is `RELATIONS`, which the reader checks
-    `relation_list.json` against)."""
-    return TaskPrompts(
-        version=VERSION, instruction=INSTRUCTION, cue=CUE, render=render, gold_answer=gold_answer, parse=parse,
-        modes=(LOGLIK, GENERATE), default_mode=LOGLIK, choices=choices, from_choices=from_choices,
-        gold_choice=gold_choice, max_new_tokens=lambda record: 32, choice_strings=choices,
-        notes="AUPRC needs loglik: generated answers give one-hot probabilities",
-        not_applicable={GENERATE: ("auprc",)},
-    )
+# A generated answer names one relation: one-hot probabilities at it (see the module docstring).
+PROMPTS = LabelPrompts(
+    version="re-ko-1", render=render, labels=RELATIONS, words=WORDS, answers_on_lines=True,
+    instruction=("문장을 읽고 주체와 대상 두 개체 사이의 관계를 고르세요. "
+                 "관계는 주체에게 대상이 무엇인지를 나타냅니다 (예: 인물:출생일은 대상이 주체의 출생일이라는 뜻입니다). "
+                 "문장에서 두 개체 사이에 아래의 관계가 드러나지 않으면 관계 없음으로 답하세요."),
+    prediction=lambda guid, index: RePrediction(guid, RELATIONS[index], one_hot(index)), noun="relation",
+    unparsed="no relation", forms=FORMS, cue_words=(*CUE_WORDS, "관계", "relation"), max_new_tokens=32,
+    from_choices=from_choices, notes="AUPRC needs loglik: generated answers give one-hot probabilities",
+    not_applicable={GENERATE: ("auprc",)},
+)
+make_prompts = PROMPTS.make

@@ -8,27 +8,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from klue.metrics import sts as metric
-from klue.metrics.report import MetricMode, MetricReport, spec_map
-from klue.metrics.statistics import ExampleStatistics
+from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
-from klue.tasks.kinds import require_labelled
+from klue.tasks.kinds import metric_binding
 
-from .records import StsPrediction, StsRecord, from_hf, gold_prediction, parse_prediction, read, read_korsts
-
-
-def score(golds: Sequence[StsRecord], preds: Sequence[StsPrediction], mode: MetricMode) -> MetricReport:
-    require_labelled(golds)  # records read for prediction hold no gold to score against
-    return metric.compute([g.real_label for g in golds], [p.score for p in preds], mode=mode)
+from .records import StsPrediction, StsRecord, gold_prediction, parse_prediction, read, read_korsts
 
 
-def statistics(golds: Sequence[StsRecord], preds: Sequence[StsPrediction], mode: MetricMode) -> ExampleStatistics:
-    require_labelled(golds)
-    return metric.statistics([g.real_label for g in golds], [p.score for p in preds], mode=mode)
+def _columns(golds: Sequence[StsRecord], preds: Sequence[StsPrediction]) -> tuple[list[float], list[float]]:
+    """The gold scores (`labels.real-label`) and the predicted ones."""
+    return [g.real_label for g in golds], [p.score for p in preds]
 
 
 TASK: Task[StsRecord, StsPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=StsRecord,
     prediction_type=StsPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, statistics=statistics, other_readers={"korsts": read_korsts}, from_hf=from_hf,
+    parse_prediction=parse_prediction, score=metric_binding(metric.compute, _columns),
+    statistics=metric_binding(metric.statistics, _columns), other_readers={"korsts": read_korsts},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

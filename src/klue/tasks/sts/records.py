@@ -20,7 +20,7 @@ from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
 from klue.metrics.sts import THRESHOLD as BINARY_THRESHOLD
-from klue.tasks.kinds import gold_optional, prediction_parser, present, refuse_unlabelled
+from klue.tasks.kinds import gold_optional, gold_prediction_of, prediction_parser, present
 
 MIN_SCORE = 0.0
 MAX_SCORE = 5.0
@@ -163,9 +163,7 @@ def _predicted_score(fields: Fields) -> tuple[float] | None:
 parse_prediction = prediction_parser(StsPrediction, _predicted_score)
 
 
-def gold_prediction(record: StsRecord) -> StsPrediction:
-    refuse_unlabelled(record)
-    return StsPrediction(record.guid, record.real_label)
+gold_prediction = gold_prediction_of(StsPrediction, "real_label")
 
 
 def read_korsts(path: Path, log: ProblemLog) -> list[StsRecord]:

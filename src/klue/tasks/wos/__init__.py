@@ -14,15 +14,13 @@ from collections.abc import Sequence
 from klue.errors import DataError
 from klue.io.locate import DataRoots
 from klue.metrics import wos as metric
-from klue.metrics.report import MetricMode, MetricReport, spec_map
-from klue.metrics.statistics import ExampleStatistics
+from klue.metrics.report import spec_map
 from klue.tasks.base import Task, declare
-from klue.tasks.kinds import require_labelled
+from klue.tasks.kinds import metric_binding
 
 from .records import (
     WosPrediction,
     WosTurn,
-    from_hf,
     gold_prediction,
     load_ontology,
     parse_prediction,
@@ -31,22 +29,17 @@ from .records import (
 )
 
 
-def score(golds: Sequence[WosTurn], preds: Sequence[WosPrediction], mode: MetricMode) -> MetricReport:
-    require_labelled(golds)  # records read for prediction hold no gold to score against
-    return metric.compute([list(g.state) for g in golds], [list(p.state) for p in preds], mode=mode)
-
-
-def statistics(golds: Sequence[WosTurn], preds: Sequence[WosPrediction], mode: MetricMode) -> ExampleStatistics:
-    require_labelled(golds)
-    return metric.statistics([list(g.state) for g in golds], [list(p.state) for p in preds], mode=mode)
+def _states(golds: Sequence[WosTurn], preds: Sequence[WosPrediction]) -> tuple[list[list[str]], list[list[str]]]:
+    """The gold and the predicted dialogue state of each turn."""
+    return [list(g.state) for g in golds], [list(p.state) for p in preds]
 
 
 TASK: Task[WosTurn, WosPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=WosTurn,
     prediction_type=WosPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=score, statistics=statistics, group_key=lambda r: r.dialogue_guid,
-    read_resource=read_ontology, from_hf=from_hf, adapter=".adapter:make_adapter",
-    baseline=".baseline:make_baseline",
+    parse_prediction=parse_prediction, score=metric_binding(metric.compute, _states),
+    statistics=metric_binding(metric.statistics, _states), group_key=lambda r: r.dialogue_guid,
+    read_resource=read_ontology, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )
 
 

@@ -24,7 +24,7 @@ from klue.io import hf
 from klue.io.fields import Fields, describe, item_path, read_json_objects
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
-from klue.tasks.kinds import gold_absent, prediction_parser, present, refuse_unlabelled
+from klue.tasks.kinds import gold_absent, gold_prediction_of, prediction_parser, present
 
 ROLES: tuple[str, ...] = ("user", "sys")
 ONTOLOGY_FILE = "ontology.json"
@@ -324,9 +324,7 @@ def _predicted_state(fields: Fields) -> tuple[tuple[str, ...]] | None:
 parse_prediction = prediction_parser(WosPrediction, _predicted_state)
 
 
-def gold_prediction(record: WosTurn) -> WosPrediction:
-    refuse_unlabelled(record)
-    return WosPrediction(record.guid, record.state)
+gold_prediction = gold_prediction_of(WosPrediction, "state")
 
 
 def from_hf(dataset: Any, log: ProblemLog) -> list[WosTurn]:

@@ -6,26 +6,15 @@ Other tools order the labels differently (the Hugging Face copy: IT과학, 경�
 
 from __future__ import annotations
 
-from klue.metrics import ynat as metric
-from klue.metrics.report import spec_map
-from klue.tasks.base import Task, declare
-from klue.tasks.kinds import label_score, label_statistics
+from klue.metrics.classification import ACCURACY, MACRO_F1
+from klue.tasks.base import Task
+from klue.tasks.labels import declare_label_task
 
-from .records import (
-    LABELS,
-    YnatPrediction,
-    YnatRecord,
-    from_hf,
-    gold_prediction,
-    parse_prediction,
-    read,
-    read_resplit,
-)
+from .records import CATEGORY, LABELS, YnatPrediction, YnatRecord, read, read_resplit
 
-TASK: Task[YnatRecord, YnatPrediction] = declare(
-    __name__, labels=LABELS, metric_specs=spec_map(metric.SPECS), record_type=YnatRecord,
-    prediction_type=YnatPrediction, read=read, gold_prediction=gold_prediction,
-    parse_prediction=parse_prediction, score=label_score(metric.compute, LABELS),
-    statistics=label_statistics(metric.statistics, LABELS), other_readers={"ynat-resplit": read_resplit},
-    from_hf=from_hf, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+# A prediction names its category: an index is refused, since tools disagree on the label order.
+TASK: Task[YnatRecord, YnatPrediction] = declare_label_task(
+    __name__, labels=LABELS, specs=(MACRO_F1, ACCURACY), record_type=YnatRecord, prediction_type=YnatPrediction,
+    nouns=CATEGORY, refuse_index=True, read=read, other_readers={"ynat-resplit": read_resplit},
+    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
 )

@@ -17,7 +17,7 @@ from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
 from klue.io.text import check_unique_guids
-from klue.tasks.kinds import NO_LABEL, gold_optional, label_parser, one_of, refuse_unlabelled
+from klue.tasks.kinds import NO_LABEL, gold_optional, one_of
 
 LABELS: tuple[str, ...] = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")  # official order
 _LABEL_SET = frozenset(LABELS)  # annotations hold these and NO_SCOPE
@@ -126,15 +126,6 @@ def to_json(record: YnatRecord) -> dict[str, Any]:
     if record.date is not None:
         out["date"] = record.date
     return out
-
-
-# A category NAME; an index is refused (tools disagree on the order).
-parse_prediction = label_parser(YnatPrediction, LABELS, CATEGORY, refuse_index=True)
-
-
-def gold_prediction(record: YnatRecord) -> YnatPrediction:
-    refuse_unlabelled(record)
-    return YnatPrediction(record.guid, record.label)
 
 
 def _resplit_record(fields: Fields) -> YnatRecord | None:

@@ -11,7 +11,7 @@ import pytest
 
 from klue import registry
 from klue.errors import DataError, ProblemLog
-from klue.tasks import hf_copy
+from klue.tasks import reading
 from klue.tasks.mrc import records as mrc
 from klue.tasks.nli import records as nli
 from klue.tasks.re import records as re
@@ -243,18 +243,18 @@ def test_hf_wos() -> None:
 
 def test_every_task_maps_hf_rows_with_its_layout_reader() -> None:
     """Every task declares `from_hf` in its own package, and it is the reader of its `HF_LAYOUT`: one
-    reader per task, whichever way a copy is reached (`hf_copy` holds no task's layout)."""
+    reader per task, whichever way a copy is reached (`reading` holds no task's layout)."""
     for task in registry.all_tasks():
         layout = task.hf_layout()
         assert layout is not None and task.from_hf is not None, task.name
         assert task.from_hf is layout.from_rows, task.name
-        assert hf_copy.reader_of(task) is task.from_hf
+        assert reading.reader_of(task) is task.from_hf
 
 
 def test_hf_unknown_task() -> None:
     """A task that declares no mapping is refused by name before any row is read."""
     plain = dataclasses.replace(registry.get("ner"), hf=None, from_hf=None, package="klue.tasks.nowhere",
                                 name="plain")
-    assert plain.from_hf is None and hf_copy.layout_of(plain) is None
+    assert plain.from_hf is None and reading.layout_of(plain) is None
     with pytest.raises(DataError, match="task 'plain' has no Hugging Face mapping"):
-        hf_copy.reader_of(plain)
+        reading.reader_of(plain)

@@ -37,17 +37,16 @@ SPLIT_OF_ROLE: Mapping[str, str] = {"train": "train", "dev": "validation"}
 VALUE_TYPES = frozenset({"string", "int32", "int64", "float64", "bool"})
 
 RecordT = TypeVar("RecordT")
-RecordT_co = TypeVar("RecordT_co", covariant=True)
 
 
 # ------------------------------------------------------------------------------------ layouts
 
 
-class RowReader(Protocol[RecordT_co]):
+class RowReader(Protocol[RecordT]):
     """A task's reader of `datasets` rows: as a file's reader (`klue.tasks.base.Reader`), every problem to
     `log` at its row (`$[12].label`), the records it could build back, and why the rows are read."""
 
-    def __call__(self, dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate", /) -> list[RecordT_co]: ...
+    def __call__(self, dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate", /) -> list[RecordT]: ...
 
 
 @dataclass(frozen=True)

@@ -35,17 +35,7 @@ from klue.metrics.report import MetricMode, MetricReport, MetricSpec
 from klue.metrics.statistics import ExampleStatistics
 
 RecordT = TypeVar("RecordT")
-RecordT_co = TypeVar("RecordT_co", covariant=True)
 PredictionT = TypeVar("PredictionT")
-
-
-class Reader(Protocol[RecordT_co]):
-    """A task's reader of one format: every problem of the file goes to `log` with its line or JSON path,
-    and the records it could build come back. `purpose` says why the file is read: "validate" (the
-    default), "train" and "export" hold it to every rule of its format, "score" may let what the metric
-    never reads pass as a warning, "predict" accepts examples without their gold fields."""
-
-    def __call__(self, path: Path, log: ProblemLog, purpose: ReadPurpose = "validate", /) -> list[RecordT_co]: ...
 
 OFFICIAL_READER = "official"  # the name under which protocols and `--gold-format` refer to `Task.read`
 DECLARATION_FILE = "task.yaml"
@@ -54,6 +44,15 @@ DEFAULT_LOCAL_PROTOCOL = "local:dev-80-20"
 REFERENCE_SOURCES: Mapping[str, str] = {
     "KLUE-RoBERTa-large": "KLUE paper (Park et al., arXiv:2105.09680), appendix A, dev sets",
 }
+
+
+class Reader(Protocol[RecordT]):
+    """A task's reader of one format: every problem of the file goes to `log` with its line or JSON path,
+    and the records it could build come back. `purpose` says why the file is read: "validate" (the
+    default), "train" and "export" hold it to every rule of its format, "score" may let what the metric
+    never reads pass as a warning, "predict" accepts examples without their gold fields."""
+
+    def __call__(self, path: Path, log: ProblemLog, purpose: ReadPurpose = "validate", /) -> list[RecordT]: ...
 
 
 class Baseline(Protocol):

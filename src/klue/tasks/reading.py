@@ -94,10 +94,11 @@ def read(task: Task[Any, Any], source: Source, format: str | None = None, *, pur
 
 
 def _read_file(task: Task[Any, Any], path: Path, fmt: str, purpose: ReadPurpose, inferred: bool) -> Reading:
-    """A file read by the task's reader for `fmt`, every problem kept (a missing file is one)."""
+    """A file read by the task's reader for `fmt`, every problem kept (a missing file is one; the reader
+    says why another path that is no file cannot be read)."""
     log = ProblemLog(str(path))
-    if not path.is_file():
-        log.error(location="", message="no such file" if not path.exists() else "is not a file")
+    if not path.exists():
+        log.error(location="", message="no such file")
         return Reading([], fmt, inferred, log.problems, str(path), path)
     return Reading(task.reader(fmt)(path, log, purpose), fmt, inferred, log.problems, str(path), path)
 

@@ -11,6 +11,7 @@ import pytest
 
 from klue import protocols, registry
 from klue.errors import DataError, ProblemLog
+from klue.io.formats import ReadPurpose
 from klue.io.hashing import git_blob_sha1
 from klue.io.locate import DataRoots, FileRef, roots_from
 from klue.io.release import OfficialFile
@@ -23,7 +24,7 @@ class Item:
     group: str
 
 
-def read_items(path: Path, log: ProblemLog) -> list[Item]:
+def read_items(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[Item]:
     return [Item(**obj) for obj in json.loads(path.read_text())]
 
 
@@ -124,7 +125,7 @@ def test_file_protocol_with_extra_root(roots: DataRoots, tmp_path: Path) -> None
 
 
 def test_reader_errors_surface(roots: DataRoots) -> None:
-    def bad_reader(path: Path, issues: ProblemLog) -> list[Item]:
+    def bad_reader(path: Path, issues: ProblemLog, purpose: ReadPurpose = "validate") -> list[Item]:
         issues.error("line 3", "broken")
         return []
 

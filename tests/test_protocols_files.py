@@ -18,7 +18,8 @@ from klue.io.hashing import git_blob_sha1, sha256_file
 from klue.io.locate import DataRoots, roots_from
 from klue.io.provenance import tree_sha256
 from klue.io.splits import hash_fraction
-from klue.tasks import hf_copy
+from klue.tasks import hf_copy, reading
+from klue.tasks.reading import CopyRows
 
 datasets = pytest.importorskip("datasets")
 
@@ -35,7 +36,12 @@ def need(path: Path) -> Path:
 
 def official_records(task_name: str, path: Path, fmt: str = "official") -> list[Any]:
     task = registry.get(task_name)
-    return protocols.read_checked(task.reader(fmt), path)
+    return reading.read(task, path, fmt, purpose="train").records
+
+
+def hub_records(task_name: str, dataset: Any) -> list[Any]:
+    """The records of rows already loaded, as the `hf` protocol reads a split of the hub's copy."""
+    return reading.read(registry.get(task_name), CopyRows(dataset, "hub"), purpose="train").records
 
 
 def nli_copy(records: list[Any], names: tuple[str, ...], columns: set[str] | None = None) -> Any:
@@ -142,7 +148,7 @@ def test_an_nli_copy_in_the_hub_label_order_reads_as_the_official_file(klue_data
     assert source.git_blob == source.sha256 == tree_sha256(tmp_path / "nli")
     # The hub's own columns: the same pairs and gold labels, without the annotators' labels.
     hub_columns = {"guid", "source", "premise", "hypothesis", "label"}
-    hub_rows = hf_copy.read_rows(registry.get("nli"), nli_copy(records, HUB_NLI, hub_columns), "hub")
+    hub_rows = hub_records("nli", nli_copy(records, HUB_NLI, hub_columns))
     assert hub_rows == [dataclasses.replace(r, author=None, validator_labels=None) for r in records]
     # A parquet file with the klue/klue columns reads the same way.
     parquet = tmp_path / "nli.parquet"
@@ -164,21 +170,21 @@ def test_hub_rows_without_guids_are_named_by_split_and_row(klue_data_dir: Path) 
             for row in registry.get("ner").hf_layout().to_rows(ner_records)]
     hub = hf.with_split(hf.dataset_from_rows(rows, {"sentence": "string", "tokens": ["string"],
                                                     "ner_tags": [hf.Labels(HUB_NER)]}), "validation")
-    back = hf_copy.read_rows(registry.get("ner"), hub, "hub")
+    back = hub_records("ner", hub)
     assert [r.guid for r in back[:2]] == ["klue-ner-v1_validation_00000", "klue-ner-v1_validation_00001"]
     assert [dataclasses.replace(r, guid="") for r in back] == [dataclasses.replace(r, guid="") for r in ner_records]
     dp_records = official_records("dp", need(klue_data_dir / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"))[:50]
     dp_task = registry.get("dp")
-    rows = [{k: v for k, v in row.items() if k != "guid"} for row in hf_copy.layout_of(dp_task).to_rows(dp_records)]
+    rows = [{k: v for k, v in row.items() if k != "guid"} for row in reading.layout_of(dp_task).to_rows(dp_records)]
     rows[1]["head"] = [99] * len(rows[1]["head"])
     spec = {"sentence": "string", "index": ["int32"], "word_form": ["string"], "lemma": ["string"], "pos": ["string"],
             "head": ["int32"], "deprel": ["string"]}
     with pytest.raises(DataError) as caught:
-        hf_copy.read_rows(dp_task, hf.dataset_from_rows(rows, spec), "hub")
+        hub_records("dp", hf.dataset_from_rows(rows, spec))
     assert [(p.location, p.message.split(":")[0]) for p in caught.value.problems if p.severity == "error"] == [
         ("$[1].head", "word 1")]
     del rows[1]
-    back = hf_copy.read_rows(dp_task, hf.dataset_from_rows(rows, spec), "hub")
+    back = hub_records("dp", hf.dataset_from_rows(rows, spec))
     assert back[0].guid == "klue-dp-v1_rows_00000"
     assert [dataclasses.replace(r, guid="") for r in back] == [
         dataclasses.replace(r, guid="") for r in dp_records[:1] + dp_records[2:]]
@@ -221,7 +227,7 @@ def test_export_reads_back_into_the_same_records(task_name: str, klue_data_dir: 
     for column in ("label", "ner_tags", "deprel"):  # the task's label column: names in the official order
         if column in loaded["validation"].features:
             assert tuple(hf.label_names(loaded["validation"], column) or ()) == task.labels, column
-    original = protocols.read_checked(task.read, source)
+    original = reading.read(task, source, "official", purpose="train").records
     back = protocols.read_named(task, Path(f"{out}:validation"))
     assert back.records == original and back.format == "datasets"
     if task_name == "wos":  # turns compare by position; their dialogues must come back whole too
@@ -278,7 +284,7 @@ def test_hf_protocol_refuses_a_task_without_a_mapping() -> None:
 
 
 def test_a_name_that_tells_nothing_is_read_by_the_reader_that_reads_it(shared_data_dir: Path, tmp_path: Path) -> None:
-    from klue.tasks.kinds import infer_format
+    from klue.tasks.reading import infer_format
 
     lines = (need(shared_data_dir / "korean" / "korsts" / "sts-dev.tsv")).read_text(encoding="utf-8").splitlines()
     plain = tmp_path / "mine.tsv"

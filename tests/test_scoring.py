@@ -24,10 +24,10 @@ def _write_jsonl(path: Path, objects: list[dict[str, Any]]) -> Path:
 
 
 def _gold_jsonl(task_name: str, gold: Path, out: Path, gold_format: str | None = None) -> tuple[Path, list[Any]]:
-    from klue.scoring import read_gold
+    from klue.tasks.reading import read
 
     task = registry.get(task_name)
-    records, _ = read_gold(task, gold, gold_format)
+    records = read(task, gold, gold_format, purpose="score").records
     objects = [task.prediction_to_json(task.gold_prediction(r)) for r in records]
     return _write_jsonl(out, objects), objects
 
@@ -93,7 +93,8 @@ def _case_files(shared: Path, klue: Path) -> list[tuple[str, Path, Path, dict[st
 
 
 def test_every_scoring_case_scores(klue_data_dir: Path, shared_data_dir: Path) -> None:
-    from klue.scoring import read_gold, score_predictions
+    from klue.scoring import score_predictions
+    from klue.tasks.reading import read
 
     cases = _case_files(shared_data_dir, klue_data_dir)
     assert len(cases) == 29
@@ -102,7 +103,7 @@ def test_every_scoring_case_scores(klue_data_dir: Path, shared_data_dir: Path) -
         task = registry.get(name)
         key = (name, gold)
         if key not in golds:
-            golds[key] = read_gold(task, gold, extra.pop("gold_format", None))[0]
+            golds[key] = read(task, gold, extra.pop("gold_format", None), purpose="score").records
         extra.pop("gold_format", None)
         out = result_to_json(score_predictions(task, golds[key], predictions, "official", **extra))
         assert out["task"] == name and out["mode"] == "official"
@@ -178,10 +179,11 @@ def test_bad_lines_and_labels_name_file_and_line(nli_gold: tuple[Path, list[dict
 
 
 def test_ner_tags_of_the_wrong_length_name_the_guids(klue_data_dir: Path, tmp_path: Path) -> None:
-    from klue.scoring import read_gold, score_predictions
+    from klue.scoring import score_predictions
+    from klue.tasks.reading import read
 
     task = registry.get("ner")
-    records, _ = read_gold(task, klue_data_dir / "klue-ner-v1.1/klue-ner-v1.1_dev.tsv")
+    records = read(task, klue_data_dir / "klue-ner-v1.1/klue-ner-v1.1_dev.tsv", purpose="score").records
     objects = [task.prediction_to_json(task.gold_prediction(r)) for r in records]
     for i in (3, 10, 11, 12, 13, 14, 15):
         objects[i]["tags"] = objects[i]["tags"][:-1]
@@ -338,11 +340,10 @@ def _gold_file(tmp_path: Path, relative: str, text: str) -> Path:
 def test_the_gold_format_is_told_as_validate_tells_it(tmp_path: Path, task: str, relative: str, text: str,
                                                       expected: str) -> None:
     from klue import validate
-    from klue.scoring import gold_format_for
+    from klue.tasks.reading import infer_format
 
     gold = _gold_file(tmp_path, relative, text)
-    assert gold_format_for(registry.get(task), gold, None) == expected == validate.detect(gold, task).reader
-    assert gold_format_for(registry.get(task), gold, "official") == "official"  # --gold-format wins
+    assert infer_format(registry.get(task), gold) == expected == validate.detect(gold, task).reader
     predictions, _ = _gold_jsonl(task, gold, tmp_path / "p.jsonl")
     result = score_files(registry.get(task), gold, predictions)
     assert result.gold_format == expected and result_to_json(result)["gold_format"] == expected
@@ -355,10 +356,10 @@ def test_the_gold_format_is_told_as_validate_tells_it(tmp_path: Path, task: str,
 ])
 def test_a_gold_file_in_another_format_gets_the_gold_format_to_pass(tmp_path: Path, task: str, text: str,
                                                                     other: str, first: str) -> None:
-    from klue.scoring import gold_format_for
+    from klue.tasks.reading import infer_format
 
     gold = _gold_file(tmp_path, "plain/gold.txt", text)  # a name that tells nothing: its content tells
-    assert gold_format_for(registry.get(task), gold, None) == other
+    assert infer_format(registry.get(task), gold) == other
     predictions = _write_jsonl(tmp_path / "p.jsonl", [{"guid": "x"}])
     with pytest.raises(DataError) as info:  # named wrongly on purpose: the error names the one that reads it
         score_files(registry.get(task), gold, predictions, gold_format="official")

@@ -114,14 +114,12 @@ def test_validate_keeps_mrc_answer_offsets_that_miss_their_text_an_error(tmp_pat
 def test_one_rule_tells_the_format_for_every_command(tmp_path: Path, name: str, reader: str) -> None:
     """`klue data validate`, `klue score` (gold without --gold-format) and the `files` protocol tell a
     file's format by one function: directories and parquet files included."""
-    from klue import protocols, scoring
-    from klue.tasks import kinds
+    from klue.tasks import reading
 
     (tmp_path / "saved").mkdir()
     path = tmp_path / name
     task = registry.get("dp" if name.endswith(".conllu") else "sts")
-    assert kinds.infer_format(task, path) == reader == validate.detect(path, task.name).reader
-    assert scoring.gold_format_for(task, path, None) == reader and protocols.infer_format is kinds.infer_format
+    assert reading.infer_format(task, path) == reader == validate.detect(path, task.name).reader
 
 
 def _nli_copy(tmp_path: Path) -> tuple[Path, Path, int]:

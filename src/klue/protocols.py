@@ -35,22 +35,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from klue.errors import DataError, Problem, ProblemLog
-from klue.io import formats, hf
+from klue.errors import DataError
+from klue.io import hf
 from klue.io.locate import DataRoots, FileRef, how_to_get, how_to_get_extra
 from klue.io.provenance import DataSource, FileIdentity, data_source, identify, named_source
 from klue.io.release import FileRole
 from klue.io.splits import hash_fraction, split_by_key
-from klue.tasks import hf_copy
 from klue.tasks.base import (
     DEFAULT_LOCAL_PROTOCOL,
+    OFFICIAL_READER,
     FileProtocol,
     HashSplitProtocol,
     ProtocolSpec,
-    Reader,
     Task,
 )
-from klue.tasks.kinds import check_format, formats_of, infer_format
+from klue.tasks.reading import CopyRows, read, reader_of
 
 OFFICIAL = "official"
 HELDOUT = "heldout"
@@ -79,12 +78,10 @@ class ProtocolData(Generic[RecordT]):
     roots: DataRoots | None = None
 
 
-def read_checked(reader: Reader, path: Path) -> list[Any]:
-    """All records of a file, or a DataError listing every problem in it."""
-    log = ProblemLog(str(path))
-    records = reader(path, log)
-    log.raise_if_errors()
-    return records
+def _records(task: Task[Any, Any], path: Path, fmt: str = OFFICIAL_READER) -> list[Any]:
+    """The records of a file a protocol reads (`fmt` one of the task's readers), or a DataError listing
+    every problem in it."""
+    return read(task, path, fmt, purpose="train").records
 
 
 def missing_message(protocol: str, missing: Sequence[FileRef], roots: DataRoots, task: Task[Any, Any]) -> str:
@@ -178,15 +175,14 @@ def _source(ref: FileRef, roots: DataRoots, n_examples: int, used_as: str) -> Da
 
 
 def _files(task: Task[Any, Any], spec: FileProtocol, roots: DataRoots) -> ProtocolData[Any]:
-    reader = task.reader(spec.reader)
-    train = read_checked(reader, spec.train.locate(roots))  # type: ignore[arg-type]
-    evaluation = read_checked(reader, spec.eval.locate(roots))  # type: ignore[arg-type]
+    train = _records(task, spec.train.locate(roots), spec.reader)  # type: ignore[arg-type]
+    evaluation = _records(task, spec.eval.locate(roots), spec.reader)  # type: ignore[arg-type]
     sources = (_source(spec.train, roots, len(train), "train"), _source(spec.eval, roots, len(evaluation), "eval"))
     return ProtocolData(spec.name, False, spec.description, train, evaluation, None, sources, roots)
 
 
 def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots) -> ProtocolData[Any]:
-    records = read_checked(task.reader(spec.reader), spec.split.locate(roots))  # type: ignore[arg-type]
+    records = _records(task, spec.split.locate(roots), spec.reader)  # type: ignore[arg-type]
     train, evaluation = split_by_group(task, records, spec.train_fraction)
     pct = round(spec.train_fraction * 100)
     sources = [_source(spec.split, roots, len(train), f"train ({pct}% by {spec.group} hash)"),
@@ -194,7 +190,7 @@ def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots)
     n_split_train = len(train)
     added = []
     for extra in spec.extra_train:
-        extra_records = read_checked(task.reader(extra.reader), extra.file.locate(roots))  # type: ignore[arg-type]
+        extra_records = _records(task, extra.file.locate(roots), extra.reader)  # type: ignore[arg-type]
         train.extend(extra_records)
         sources.append(_source(extra.file, roots, len(extra_records), "train (whole file)"))
         note = f"; {extra.note}" if extra.note else ""
@@ -215,6 +211,13 @@ def _grouping(task: Task[Any, Any], records: Sequence[Any]) -> str:
     return f"the group key ({len(groups):,} groups, each kept whole on one side)"
 
 
+def _minus_selection(task: Task[Any, Any], full_train: Sequence[Any], train: Sequence[Any],
+                     selection: Sequence[Any]) -> str:
+    """How a description says that the selection slice was kept out of the train records."""
+    return (f"minus a {_pct(HELDOUT_FRACTION)} slice chosen by a stable hash of {_grouping(task, full_train)} "
+            f"({len(train):,} examples), checkpoints selected on that slice ({len(selection):,})")
+
+
 def _label(task: Task[Any, Any]) -> str:
     return f"KLUE {task.title} ({task.name}) v1.1"
 
@@ -228,8 +231,8 @@ def _blob_note(task: Task[Any, Any], role: FileRole, source: DataSource) -> str:
 
 def _official(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     train_path, dev_path = paths
-    train = read_checked(task.read, train_path)
-    dev = read_checked(task.read, dev_path)
+    train = _records(task, train_path)
+    dev = _records(task, dev_path)
     sources = (data_source(train_path, len(train), "train", roots.klue),
                data_source(dev_path, len(dev), "eval and selection", roots.klue))
     description = (f"official protocol: trained on the official {_label(task)} train file ({len(train):,} "
@@ -241,24 +244,22 @@ def _official(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Prot
 
 def _heldout(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     train_path, dev_path = paths
-    full_train = read_checked(task.read, train_path)
-    dev = read_checked(task.read, dev_path)
+    full_train = _records(task, train_path)
+    dev = _records(task, dev_path)
     selection, train = split_by_group(task, full_train, HELDOUT_FRACTION)
     pct = round(HELDOUT_FRACTION * 100)
     sources = (data_source(train_path, len(train), f"train ({100 - pct}% by group hash)", roots.klue),
                data_source(train_path, len(selection), f"selection ({pct}% by group hash)", roots.klue),
                data_source(dev_path, len(dev), "eval", roots.klue))
-    description = (f"not the official protocol: trained on the official {_label(task)} train file minus a "
-                   f"{pct}% slice chosen by a stable hash of {_grouping(task, full_train)} ({len(train):,} "
-                   f"examples), "
-                   f"checkpoints selected on that slice ({len(selection):,}), evaluated on the official dev "
-                   f"file ({len(dev):,} examples)")
+    description = (f"not the official protocol: trained on the official {_label(task)} train file "
+                   f"{_minus_selection(task, full_train, train, selection)}, evaluated on the official dev file "
+                   f"({len(dev):,} examples)")
     return ProtocolData(HELDOUT, False, description, train, dev, selection, sources, roots)
 
 
 def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     (dev_path,) = paths
-    dev = read_checked(task.read, dev_path)
+    dev = _records(task, dev_path)
     train, evaluation = split_by_group(task, dev, DEV_TRAIN_FRACTION)
     pct = round(DEV_TRAIN_FRACTION * 100)
     sources = (data_source(dev_path, len(train), f"train ({pct}% of dev by group hash)", roots.klue),
@@ -272,10 +273,6 @@ def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Pro
 # ------------------------------------------------------------------------------------ files
 
 
-# `formats_of` and `infer_format` (imported above from klue.tasks.kinds) are the rule every command tells a
-# file's format by; they stay importable from here for the callers of the `files` protocol.
-
-
 @dataclass(frozen=True)
 class NamedFile:
     """A file (or `datasets` directory) the user named, read whole."""
@@ -287,37 +284,12 @@ class NamedFile:
     identity: FileIdentity
 
 
-def _format_hint(task: Task[Any, Any], role: str, fmt: str) -> Problem:
-    return Problem("", "", f"--{role} was read as the {fmt!r} format, told from the file; name another with "
-                   f"--{role}-format ({', '.join(formats_of(task))})")
-
-
-def _read_hf(task: Task[Any, Any], path: Path, fmt: str) -> tuple[list[Any], str, Path]:
-    """Records of a `datasets` directory or a parquet file, how to show it, and what identifies it."""
-    opened = hf_copy.open_copy(path, fmt)
-    return hf_copy.read_rows(task, opened.dataset, opened.shown), opened.shown, opened.identified
-
-
 def read_named(task: Task[Any, Any], path: Path, fmt: str | None = None, role: str = "train") -> NamedFile:
-    """Read a user-named file whole in `fmt` (told from the file when None); DataError listing every
-    problem, with a hint on naming the format when it was told and the file did not read."""
-    inferred = fmt is None
-    chosen = infer_format(task, path) if fmt is None else fmt
-    check_format(task, chosen, f"--{role}-format")
-    try:
-        if chosen in formats.HF_FORMATS:
-            records, shown, identified = _read_hf(task, path, chosen)
-        else:
-            if not path.is_file():
-                raise DataError("no such file" if not path.exists() else "is not a file", path)
-            records, shown, identified = read_checked(task.reader(chosen, f"--{role}-format"), path), str(path), path
-    except DataError as error:
-        if inferred and error.problems and error.problems[0].path:  # a file's problems, not a bad option
-            raise DataError([_format_hint(task, role, chosen), *error.problems]) from None
-        raise
-    if not records:
-        raise DataError(f"no {task.name} records in this file (read as {chosen!r})", path)
-    return NamedFile(shown, chosen, inferred, records, identify(identified))
+    """Read a user-named file whole in `fmt` (told from the file when None), for `--{role}`; DataError
+    listing every problem, led by a hint on naming the format (`--{role}-format`) where one fits."""
+    reading = read(task, path, fmt, purpose="train", option=f"--{role}-format")
+    assert reading.identified is not None  # a path, not rows already loaded
+    return NamedFile(reading.shown, reading.format, reading.inferred, reading.records, identify(reading.identified))
 
 
 def carve(task: Task[Any, Any], records: Sequence[Any], selection_fraction: float | None,
@@ -428,8 +400,9 @@ def resolve_files(task: Task[Any, Any], train: Path, eval: Path | None = None, s
                   roots: DataRoots | None = None) -> ProtocolData[Any]:
     """Protocol `files`: train on `train`, evaluate on `eval` (or on an `eval_fraction` split of `train` by
     group hash), select checkpoints on `selection` (or on a 10% group-hash slice of `train`). Formats are
-    told from the files unless given (`formats_of(task)`); `roots` are passed on for task resources (the
-    WoS ontology). Never official. DataError for a bad option, an unreadable file or an empty part."""
+    told from the files unless given (`klue.tasks.reading.formats_of`); `roots` are passed on for task
+    resources (the WoS ontology). Never official. DataError for a bad option, an unreadable file or an
+    empty part."""
     _check_fractions(eval, eval_fraction, selection is None)
     train_file = read_named(task, train, train_format, "train")
     eval_file = read_named(task, eval, eval_format, "eval") if eval is not None else None
@@ -464,11 +437,12 @@ def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: st
     split minus a 10% group-hash slice kept for checkpoint selection, evaluated on its validation split.
     v1 content, never official. DataError (one sentence) when `datasets` is absent or the copy cannot be
     had; a DataError listing every row problem when rows do not map onto records."""
-    hf_copy.reader_of(task)  # a task without a mapping is refused before anything loads
+    reader_of(task)  # a task without a mapping is refused before anything loads
     loaded = hf.load_hub(task.name, revision, repo, cache_dir)
     where = f"hf:{repo}@{revision[:12]}/{task.name}"
-    full_train = hf_copy.read_rows(task, hf.hub_split(loaded, "train", where), f"{where}/train")
-    evaluation = hf_copy.read_rows(task, hf.hub_split(loaded, "validation", where), f"{where}/validation")
+    full_train = read(task, CopyRows(hf.hub_split(loaded, "train", where), f"{where}/train"), purpose="train").records
+    evaluation = read(task, CopyRows(hf.hub_split(loaded, "validation", where), f"{where}/validation"),
+                      purpose="train").records
     selection, train = split_by_group(task, full_train, HELDOUT_FRACTION)
     pct = _pct(HELDOUT_FRACTION)
     sources = (DataSource(f"{where}/train", revision, len(train), f"train ({100 - HELDOUT_FRACTION * 100:g}% of the "
@@ -477,8 +451,7 @@ def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: st
                                                                       "by group hash)"),
                DataSource(f"{where}/validation", revision, len(evaluation), "eval (the hub validation split)"))
     description = (f"Hugging Face protocol, not official: the hub copy {repo} at revision {revision[:12]} (v1 "
-                   f"content, not the v1.1 files), trained on its {task.name} train split minus a {pct} slice "
-                   f"chosen by a stable hash of {_grouping(task, full_train)} ({len(train):,} examples), "
-                   f"checkpoints selected on that slice ({len(selection):,}), evaluated on its validation split "
+                   f"content, not the v1.1 files), trained on its {task.name} train split "
+                   f"{_minus_selection(task, full_train, train, selection)}, evaluated on its validation split "
                    f"({len(evaluation):,} examples); labels mapped by name")
     return ProtocolData(HF, False, description, train, evaluation, selection, sources, roots)

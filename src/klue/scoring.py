@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError, Problem
-from klue.io.formats import HF_FORMATS
 from klue.io.provenance import git_revision, library_versions, utc_now
 from klue.metrics.classification import check_mode
 from klue.metrics.report import MetricMode, MetricReport
@@ -39,7 +38,8 @@ from klue.results import (
     write_statistics,
 )
 from klue.tasks.base import OFFICIAL_READER, Task
-from klue.tasks.kinds import ReadingLog, infer_format, read_records, require_labelled
+from klue.tasks.kinds import require_labelled
+from klue.tasks.reading import read
 
 
 @dataclass(frozen=True)
@@ -54,67 +54,6 @@ class ScoreResult:
     warnings: tuple[Problem, ...] = field(default_factory=tuple)
     gold_format: str = OFFICIAL_READER  # the reader the gold file was read with
     statistics: ExampleStatistics | None = None  # per-example statistics, when asked for
-
-
-def gold_format_for(task: Task[Any, Any], path: Path, gold_format: str | None) -> str:
-    """`--gold-format` when given, else the format the path tells, as every command tells it
-    (`klue.tasks.kinds.infer_format`: `.conllu`, `korsts/...`, a parquet file, a `datasets` directory;
-    the official format otherwise)."""
-    return gold_format if gold_format is not None else infer_format(task, path)
-
-
-def read_gold(task: Task[Any, Any], path: Path, gold_format: str | None = None) -> tuple[list[Any], list[Problem]]:
-    """Gold records for scoring, through the reader `gold_format_for` picks.
-
-    The log says the file is read for scoring, so a reader may accept, with a warning, what the metric
-    never reads (answer offsets, where only answer texts are compared). When the reader fails and another
-    reader of the task reads the file cleanly, the error says so first, naming the `--gold-format` to pass."""
-    name = gold_format_for(task, path, gold_format)
-    log = ReadingLog(str(path), purpose="score")
-    records = read_records(task, path, name, log, "gold format")
-    if log.errors:
-        raise DataError(_with_format_hint(task, path, name, log.errors))
-    if not records:
-        raise DataError("the gold file holds no examples", path)
-    return records, log.warnings
-
-
-HINT_ERRORS = 5  # errors of the failed read shown after a hint that another format reads the file
-
-
-def _with_format_hint(task: Task[Any, Any], path: Path, tried: str, errors: list[Problem]) -> list[Problem]:
-    """The errors of reading `path` as `tried`, led by a hint when another reader of the task reads it
-    without an error (a TSV given where the official format is JSON fails as invalid JSON; the hint is
-    what to do about it). With a hint only the first errors are kept: the rest repeat the wrong guess."""
-    found = _format_that_reads(task, path, tried)
-    if found is None:
-        return errors
-    other, n_records = found
-    counted = f"{len(errors):,} error{'s' if len(errors) > 1 else ''}"
-    hint = Problem(str(path), "", f"read as {task.name} {tried!r} gold this file has {counted} (first below), but "
-                   f"it reads cleanly as {other!r} ({n_records:,} examples): pass --gold-format {other}")
-    shown = errors[:HINT_ERRORS]
-    if len(errors) > HINT_ERRORS:
-        shown.append(Problem(str(path), "", f"... and {len(errors) - HINT_ERRORS:,} more errors as {tried!r}"))
-    return [hint, *shown]
-
-
-def _format_that_reads(task: Task[Any, Any], path: Path, tried: str) -> tuple[str, int] | None:
-    """The first of the task's other readers that reads `path` with no error, and its record count.
-    Runs only after a failed read (each try reads the file again)."""
-    if not path.is_file() or tried in HF_FORMATS:  # a copy's rows fail by column, not by a format mix-up
-        return None
-    seen = {id(task.reader(tried))}  # two names for one reader: tried once
-    for name in (OFFICIAL_READER, *task.other_readers):
-        reader = task.reader(name)
-        if id(reader) in seen:
-            continue
-        seen.add(id(reader))
-        log = ReadingLog(str(path), purpose="score")
-        records = reader(path, log)
-        if records and not log.errors:
-            return name, len(records)
-    return None
 
 
 def evaluate(task: Task[Any, Any], golds: Sequence[Any], predictions: Sequence[Any], mode: MetricMode,
@@ -163,11 +102,10 @@ def score_files(task: Task[Any, Any], gold_path: Path, predictions_path: Path, m
                 label_list_path: Path | None = None, gold_format: str | None = None) -> ScoreResult:
     """Read, align, validate and score one prediction file: the whole of `klue score`."""
     check_mode(mode)
-    name = gold_format_for(task, gold_path, gold_format)
-    golds, gold_warnings = read_gold(task, gold_path, name)
-    result = score_predictions(task, golds, predictions_path, mode, label_list_path)
-    return dataclasses.replace(result, gold_path=str(gold_path), warnings=tuple(gold_warnings) + result.warnings,
-                               gold_format=name)
+    gold = read(task, gold_path, gold_format, purpose="score", option="--gold-format")
+    result = score_predictions(task, gold.records, predictions_path, mode, label_list_path)
+    return dataclasses.replace(result, gold_path=str(gold_path), warnings=tuple(gold.warnings) + result.warnings,
+                               gold_format=gold.format)
 
 
 def score_predictions(task: Task[Any, Any], golds: Sequence[Any], predictions_path: Path, mode: str = "official",

@@ -3,7 +3,7 @@
 A file's task comes from `--task`, else from its name: an official file name (`klue-nli-v1.1_dev.json`),
 an extension or name part that names one of a task's other readers (`.conllu`, `kornli/`), or a task
 name or alias among the parts of the name (`klue-ner-v1.1_train.first5000.tsv`). Its format is told by
-the rule every command uses (`klue.tasks.kinds.infer_format`), so a parquet file or a `datasets`
+the rule every command uses (`klue.tasks.reading.infer_format`), so a parquet file or a `datasets`
 save_to_disk directory (`DIR` or `DIR:split`) is read as the Hugging Face copy it is. Official resource
 files (`relation_list.json`, `ontology.json`) are checked by their task's resource reader. Any other
 directory is searched for files whose task can be told.
@@ -22,7 +22,7 @@ from klue.io import formats
 from klue.io.hashing import git_blob_sha1
 from klue.io.release import OfficialFile
 from klue.tasks.base import OFFICIAL_READER, Task
-from klue.tasks.kinds import infer_format, read_records
+from klue.tasks.reading import infer_format, read
 
 DATA_SUFFIXES = (".json", ".tsv", ".conllu")
 RESOURCE_READER = "resource"
@@ -99,13 +99,15 @@ def validate_file(path: Path, task_name: str | None = None) -> FileReport:
         return FileReport(path, None, None, 0, list(error.problems))
     task = found.task
     issues = ProblemLog(str(path))
-    if found.reader != formats.DATASETS_FORMAT and not path.is_file():  # `DIR:split` is no file
-        issues.error("", "no such file")
-        return FileReport(path, task.name, found.reader, 0, issues.problems)
     if found.reader == RESOURCE_READER:
+        if not path.is_file():
+            issues.error("", "no such file")
+            return FileReport(path, task.name, found.reader, 0, issues.problems)
         n = _check_resource(task, path, issues)
     else:
-        n = len(read_records(task, path, found.reader, issues))
+        reading = read(task, path, found.reader, purpose="validate")
+        issues.problems.extend(reading.problems)
+        n = len(reading.records)
     if found.official is not None and not issues.errors:
         _compare_with_official(task, found.official, path, n, issues)
     return FileReport(path, task.name, found.reader, n, sorted(issues.problems, key=_line_order))

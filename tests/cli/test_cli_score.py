@@ -111,10 +111,10 @@ def test_impossible_predictions_exit_2_naming_the_guid(klue_data_dir: Path, shar
                                                        tmp_path: Path) -> None:
     dp_gold = klue_data_dir / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"
     from klue import registry
-    from klue.scoring import read_gold
+    from klue.tasks.reading import read
 
     task = registry.get("dp")
-    objects = [task.prediction_to_json(task.gold_prediction(r)) for r in read_gold(task, dp_gold)[0]]
+    objects = [task.prediction_to_json(task.gold_prediction(r)) for r in read(task, dp_gold, purpose="score").records]
     objects[3]["heads"][0] = 99
     objects[8]["heads"][1] = -1
     result = klue("score", "--task", "dp", "--gold", str(dp_gold), "--predictions",

@@ -51,15 +51,15 @@ def test_formats_are_told_from_the_path(tmp_path: Path) -> None:
     saved = tmp_path / "copy"
     saved.mkdir()
     keys = ["korsts", "ynat-resplit", "conllu"]
-    assert formats.infer_format(saved, keys) == formats.DATASETS_FORMAT
-    assert formats.infer_format(Path(f"{saved}:validation"), keys) == formats.DATASETS_FORMAT
+    assert formats.format_named_by(saved, keys) == formats.DATASETS_FORMAT
+    assert formats.format_named_by(Path(f"{saved}:validation"), keys) == formats.DATASETS_FORMAT
     assert formats.saved_path(Path(f"{saved}:validation")) == formats.SavedPath(saved, "validation")
     assert formats.saved_path(tmp_path / "absent:train") is None
-    assert formats.infer_format(tmp_path / "rows.parquet", keys) == formats.PARQUET_FORMAT
-    assert formats.infer_format(Path("korean/korsts/sts-train.tsv"), keys) == "korsts"
-    assert formats.infer_format(Path("x/ynat-resplit_train.json"), keys) == "ynat-resplit"
-    assert formats.infer_format(Path("ko_gsd-ud-dev.conllu"), keys) == "conllu"
-    assert formats.infer_format(Path("klue-sts-v1.1_dev.json"), keys) == formats.OFFICIAL_FORMAT
+    assert formats.format_named_by(tmp_path / "rows.parquet", keys) == formats.PARQUET_FORMAT
+    assert formats.format_named_by(Path("korean/korsts/sts-train.tsv"), keys) == "korsts"
+    assert formats.format_named_by(Path("x/ynat-resplit_train.json"), keys) == "ynat-resplit"
+    assert formats.format_named_by(Path("ko_gsd-ud-dev.conllu"), keys) == "conllu"
+    assert formats.format_named_by(Path("klue-sts-v1.1_dev.json"), keys) == formats.OFFICIAL_FORMAT
 
 
 def _saved_dict(tmp_path: Path) -> Path:

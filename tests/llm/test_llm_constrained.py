@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from klue import registry
+from klue.errors import ProblemLog
 from klue.io.locate import DataRoots, roots_from
-from klue.tasks.kinds import ReadingLog
 
 llguidance = pytest.importorskip("llguidance", reason="constrained decoding in process needs llguidance (klue[llm])")
 
@@ -53,7 +53,7 @@ def records(name: str, roots: DataRoots) -> list[Any]:
     path = None if base is None else base / relative
     if path is None or not path.is_file():
         pytest.skip(f"{relative} is not here (see ../shared/data/README.md)")
-    read = registry.get(name).reader("official")(path, ReadingLog(str(path), purpose="score"))
+    read = registry.get(name).reader("official")(path, ProblemLog(str(path)), "score")
     if name == "dp":  # short sentences: the budget of 12 tokens a word holds a line of single-byte tokens
         read = [r for r in read if len(r.words) <= 8]
     if name == "wos":  # early turns: small budgets keep the free (budget-long) answers quick

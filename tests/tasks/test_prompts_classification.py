@@ -23,7 +23,7 @@ from klue import registry
 from klue.errors import DataError
 from klue.io.locate import DataRoots
 from klue.predictions import write_predictions
-from klue.scoring import read_gold, score_files
+from klue.scoring import score_files
 from klue.tasks import prompting
 from klue.tasks.base import Task
 from klue.tasks.prompting import (
@@ -37,6 +37,7 @@ from klue.tasks.prompting import (
     completion_prompt,
 )
 from klue.tasks.re import prompts as re_prompts
+from klue.tasks.reading import read
 from klue.tasks.sts import prompts as sts_prompts
 
 NAMES = ("ynat", "nli", "sts", "re")
@@ -101,7 +102,7 @@ def real(request: pytest.FixtureRequest, klue_data_dir: Path, shared_data_dir: P
     if not path.is_file():
         pytest.skip(f"{path} is not here")
     task = registry.get(name)
-    records, _ = read_gold(task, path, reader)
+    records = read(task, path, reader, purpose="score").records
     return Real(task, task.make_prompts(None), records, path, reader)
 
 

@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 
 from klue import registry
-from klue.errors import DataError
+from klue.errors import DataError, ProblemLog
 from klue.io.locate import DataRoots, roots_from
 from klue.predictions import write_predictions
 from klue.scoring import score_files
 from klue.tasks.dp.records import DpPrediction, DpRecord
-from klue.tasks.kinds import ReadingLog
 from klue.tasks.mrc.records import MrcAnswer, MrcPrediction, MrcRecord
 from klue.tasks.ner.records import NerPrediction, NerRecord, bio_violations
 from klue.tasks.prompting import CHAT, GENERATE, TaskPrompts, chat_messages, completion_prompt
@@ -84,8 +83,8 @@ def read_source(source: Source, roots: DataRoots) -> tuple[Path, list[Any]]:
 @functools.cache
 def _read(source: Source, path: Path) -> list[Any]:
     """The records of a file, read once per session (several tests read the NER and DP dev sets)."""
-    log = ReadingLog(str(path), purpose="score")
-    records = registry.get(source.task).reader(source.gold_format or "official")(path, log)
+    log = ProblemLog(str(path))
+    records = registry.get(source.task).reader(source.gold_format or "official")(path, log, "score")
     assert records and not log.errors, [str(p) for p in log.errors[:3]]
     return records
 

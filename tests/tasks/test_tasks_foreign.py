@@ -12,7 +12,7 @@ import pytest
 
 from klue import registry
 from klue.errors import DataError, ProblemLog
-from klue.tasks import hf_copy
+from klue.tasks import reading
 from klue.tasks.mrc import records as mrc
 from klue.tasks.nli import records as nli
 from klue.tasks.re import records as re
@@ -249,12 +249,12 @@ def test_every_task_maps_hf_rows_with_its_layout_reader() -> None:
         layout = task.hf_layout()
         assert layout is not None, task.name
         assert layout is importlib.import_module(f"{task.package}.records").HF_LAYOUT, task.name
-        assert hf_copy.reader_of(task) is layout.from_rows
+        assert reading.reader_of(task) is layout.from_rows
 
 
 def test_hf_unknown_task() -> None:
     """A task that declares no mapping is refused by name before any row is read."""
     plain = dataclasses.replace(registry.get("ner"), hf=None, package="klue.tasks.nowhere", name="plain")
-    assert hf_copy.layout_of(plain) is None
+    assert reading.layout_of(plain) is None
     with pytest.raises(DataError, match="task 'plain' has no Hugging Face mapping"):
-        hf_copy.reader_of(plain)
+        reading.reader_of(plain)

@@ -1,4 +1,4 @@
-"""Examples to predict (`klue.tasks.kinds.read_for_prediction`, the reading purpose "predict"): every
+"""Examples to predict (`klue.tasks.reading.read`, the reading purpose "predict"): every
 task's official reader accepts a file whose gold fields are left out, the same file is refused when read
 to check it (validation, training) or to score it, gold that is there is still checked, and a record
 without gold is never scored."""
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from klue import protocols, registry, scoring
+from klue import registry, scoring
 from klue.errors import DataError, ProblemLog
-from klue.tasks import kinds
-from klue.tasks.kinds import ReadingLog, is_labelled, read_for_prediction
+from klue.tasks import kinds, reading
+from klue.tasks.kinds import is_labelled
 
 # ------------------------------------------------------------------------------------ the files
 
@@ -127,7 +127,11 @@ def write(folder: Path, name: str, content: Any) -> Path:
 
 
 def checked(task_name: str, path: Path) -> list[Any]:
-    return protocols.read_checked(registry.get(task_name).read, path)
+    return reading.read(registry.get(task_name), path, "official", purpose="train").records
+
+
+def read_for_prediction(task: Any, path: Path, fmt: str | None = None) -> list[Any]:
+    return reading.read(task, path, fmt, purpose="predict", option="--input-format").records
 
 
 def test_every_task_has_a_case() -> None:
@@ -146,14 +150,14 @@ def test_a_file_without_gold_reads_for_prediction_and_is_refused_otherwise(task_
     assert [task.guid(r) for r in records] == [task.guid(r) for r in gold]
     assert not any(is_labelled(r) for r in records) and all(is_labelled(r) for r in gold)
     assert type(records[0]) is type(gold[0])  # the task's own record type, marked as without gold
-    for purpose in ("check", "score"):
-        log = ReadingLog(str(path), purpose=purpose)  # type: ignore[arg-type]
-        task.read(path, log)
+    for purpose in ("validate", "train", "score", "export"):
+        log = ProblemLog(str(path))
+        task.read(path, log, purpose)
         assert log.errors, f"{task_name}: a file without gold must not read for {purpose}"
     with pytest.raises(DataError):
         checked(task_name, path)
     with pytest.raises(DataError):
-        scoring.read_gold(task, path)
+        reading.read(task, path, purpose="score")
 
 
 @pytest.mark.parametrize("task_name", TASKS)
@@ -285,11 +289,10 @@ def test_a_hugging_face_copy_of_records_without_gold_is_refused(tmp_path: Path) 
         hf_copy.dataset_of(registry.get("nli"), unlabelled)
 
 
-def test_reading_purposes_are_known() -> None:
+def test_reading_purposes_are_known(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown reading purpose 'guess'"):
-        ReadingLog("x", purpose="guess")  # type: ignore[arg-type]
-    assert not kinds.reads_for_prediction(ProblemLog("x")) and kinds.reads_for_prediction(
-        ReadingLog("x", purpose="predict"))
+        reading.read(registry.get("nli"), tmp_path / "x.json", purpose="guess")  # type: ignore[arg-type]
+    assert [p for p in reading.READ_PURPOSES if kinds.reads_for_prediction(p)] == ["predict"]
 
 
 

@@ -71,8 +71,9 @@ def validate_command(
 
 
 def _file_row(task: Any, entry: Any, root: Path, count: bool) -> dict[str, Any]:
-    from klue.errors import ProblemLog
     from klue.io.hashing import git_blob_sha1
+    from klue.tasks.base import OFFICIAL_READER
+    from klue.tasks.reading import read
 
     path = root / entry.path
     row: dict[str, Any] = {"task": task.name, "role": entry.role, "path": entry.path, "present": path.is_file(),
@@ -83,9 +84,9 @@ def _file_row(task: Any, entry: Any, root: Path, count: bool) -> dict[str, Any]:
     row["git_blob"] = git_blob_sha1(path)
     row["blob_matches"] = row["git_blob"] == entry.git_blob
     if count and entry.role != "resource":
-        issues = ProblemLog(str(path))
-        row["count"] = len(task.read(path, issues))
-        row["errors"] = len(issues.errors)
+        reading = read(task, path, OFFICIAL_READER, purpose="validate")
+        row["count"] = len(reading.records)
+        row["errors"] = len(reading.errors)
     return row
 
 

@@ -53,12 +53,13 @@ def score_command(
     label order.
     """
     from klue import registry
-    from klue.scoring import gold_format_for, result_to_json, score_files
+    from klue.scoring import result_to_json, score_files
     from klue.tasks.base import OFFICIAL_READER
+    from klue.tasks.reading import infer_format
 
     task = registry.get(task_name)
     checked_mode = metric_mode(mode)
-    fmt = gold_format_for(task, gold, gold_format)
+    fmt = infer_format(task, gold) if gold_format is None else gold_format
     if gold_format is None and fmt != OFFICIAL_READER:
         stderr.print(f"reading --gold as {task.name} {fmt!r} (told from the file; --gold-format to choose)",
                      markup=False, highlight=False)

@@ -147,7 +147,7 @@ def predict_command(
     from klue.io.output import check_output_file
     from klue.predictions import write_predictions
     from klue.results import CLASSIC
-    from klue.tasks.kinds import read_for_prediction
+    from klue.tasks.reading import read
     from klue.training.run import predict
 
     task = registry.get(task_name)
@@ -157,7 +157,8 @@ def predict_command(
                         f"`klue train --task {task.name} --model classic --train TRAIN --eval EVAL`, which writes "
                         "the baseline's predictions of EVAL. `klue predict` applies fine-tuned encoders (<run>/best)")
     check_output_file(output, "--output")  # before the inference, not after it
-    records = read_for_prediction(task, input_path, input_format)  # gold fields may be absent: new data
+    # gold fields may be absent: new data
+    records = read(task, input_path, input_format, purpose="predict", option="--input-format").records
     predictions = predict(task, model, records, eval_batch_size=batch_size, cpu=cpu)
     write_predictions(output, task, records, predictions, f"model {model}")
     stderr.print(f"{len(predictions):,} predictions written to {output}", highlight=False)

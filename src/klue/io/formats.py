@@ -6,8 +6,8 @@ and `parquet` (a parquet file with the `klue/klue` columns). A path names its fo
 directory, a `.parquet` file) or, for text files, by its extension, name or folder (`.conllu`,
 `korsts/sts-train.tsv`, `ynat-resplit_train.json`); anything else is the official format.
 
-This module is task-free: the caller passes the reader names its task knows. `klue data validate`
-tells a file's reader by the same rule (`mentions`).
+This module is task-free: the caller passes the reader names its task knows (`format_named_by`).
+`klue data validate` tells a file's task by the same rule (`mentions`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
+# Why a file is read; every reader of a task sees it (`klue.tasks.reading` says what each one changes).
+ReadPurpose = Literal["validate", "train", "score", "predict", "export"]
+READ_PURPOSES: tuple[ReadPurpose, ...] = get_args(ReadPurpose)
 OFFICIAL_FORMAT = "official"
 DATASETS_FORMAT = "datasets"  # a `datasets` save_to_disk directory: DIR, or DIR:split for a DatasetDict
 PARQUET_FORMAT = "parquet"  # one parquet file with the klue/klue columns
@@ -71,9 +75,10 @@ def saved_path(path: Path) -> SavedPath | None:
     return None
 
 
-def infer_format(path: Path, reader_names: Sequence[str]) -> str:
-    """The format a path is in: `datasets` for a directory (or `DIR:split`), `parquet` for a `.parquet`
-    file, else the first of `reader_names` the file's name mentions, else `official`."""
+def format_named_by(path: Path, reader_names: Sequence[str]) -> str:
+    """The format a path names: `datasets` for a directory (or `DIR:split`), `parquet` for a `.parquet`
+    file, else the first of `reader_names` the file's name mentions, else `official`. (A task's
+    `klue.tasks.reading.infer_format` starts here, and reads a plain file whose name tells nothing.)"""
     if saved_path(path) is not None:
         return DATASETS_FORMAT
     if path.suffix.lower() in PARQUET_SUFFIXES:

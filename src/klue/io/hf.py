@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from klue.errors import DataError, ProblemLog
 from klue.io.atomic import write_dir_atomic
-from klue.io.fields import Fields
-from klue.io.formats import SavedPath, is_saved_dir
+from klue.io.fields import Fields, item_path
+from klue.io.formats import ReadPurpose, SavedPath, is_saved_dir
+from klue.io.text import check_unique_guids
 
 HF_DATASET = "klue/klue"
 # The hub revision every `from_hf` reader was written against ("Convert dataset to Parquet (#2)",
@@ -41,6 +42,13 @@ RecordT = TypeVar("RecordT")
 # ------------------------------------------------------------------------------------ layouts
 
 
+class RowReader(Protocol[RecordT]):
+    """A task's reader of `datasets` rows: as a file's reader (`klue.tasks.base.Reader`), every problem to
+    `log` at its row (`$[12].label`), the records it could build back, and why the rows are read."""
+
+    def __call__(self, dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate", /) -> list[RecordT]: ...
+
+
 @dataclass(frozen=True)
 class Labels:
     """A ClassLabel column in a feature spec: `names` in the order the written copy stores them."""
@@ -54,13 +62,13 @@ class HfLayout(Generic[RecordT]):
 
     `features` maps each column to a spec: a `datasets.Value` dtype name ("string", "int32", ...), a
     `Labels`, a one-item list (a list of that spec) or a dict (a struct). `to_rows` turns records into
-    rows in that layout; `from_rows(dataset, log)` reads rows back, the hub copy's as well (whose extra
-    columns are absent), logging every problem at its row (`$[12].label`).
+    rows in that layout; `from_rows(dataset, log, purpose)` reads rows back, the hub copy's as well (whose
+    extra columns are absent), logging every problem at its row (`$[12].label`).
     """
 
     features: Mapping[str, Any]
     to_rows: Callable[[Sequence[RecordT]], list[dict[str, Any]]]
-    from_rows: Callable[[Any, ProblemLog], list[RecordT]]
+    from_rows: RowReader[RecordT]
 
 
 def require_datasets() -> ModuleType:
@@ -302,12 +310,24 @@ def row_guid(dataset: Any, index: int, prefix: str) -> str:
     return f"{prefix}_{split if split is not None else 'rows'}_{index:05d}"
 
 
-def guid_of_row(fields: Fields, dataset: Any, index: int, prefix: str) -> str | None:
-    """The guid of row `index` (read through `fields`): an export's `guid` column, a non-empty string
-    (None after logging a problem), else `row_guid` (the hub's NER and DP rows carry none)."""
-    if fields.data.get("guid") is None:
-        return row_guid(dataset, index, prefix)
-    return fields.str("guid", nonempty=True)
+def records_from_named_rows(dataset: Any, log: ProblemLog, prefix: str,
+                            build: Callable[[str | None, Fields], RecordT | None]) -> list[RecordT]:
+    """The records of a copy whose rows may carry no guid (the hub's NER and DP rows), as
+    `klue.io.fields.read_json_objects` makes them from a JSON list: `build` makes one from each row's
+    guid and its `Fields` at `$[i]`, or None for a bad row (its problems logged). The guid is an export's
+    `guid` column (checked), else `row_guid(dataset, index, prefix)`; the records' guids are unique."""
+    records: list[RecordT] = []
+    guids: list[tuple[str, str]] = []
+    for index, row in rows(dataset):
+        fields = Fields(row, item_path("$", index), log)
+        has_guid = fields.data.get("guid") is not None
+        guid = fields.str("guid", nonempty=True) if has_guid else row_guid(dataset, index, prefix)
+        record = build(guid, fields)
+        if record is not None and guid is not None:
+            records.append(record)
+            guids.append((guid, fields.at("guid")))
+    check_unique_guids(guids, log)
+    return records
 
 
 def as_rows(value: Any) -> Any:

@@ -27,6 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import yaml
 
 from klue.errors import DataError, Problem, ProblemLog
+from klue.io.formats import ReadPurpose
 from klue.io.locate import FileRef, RootKind
 from klue.io.release import ArchiveFile, FileRole, OfficialFile
 from klue.metrics.report import MetricMode, MetricReport, MetricSpec
@@ -35,7 +36,6 @@ from klue.metrics.statistics import ExampleStatistics
 RecordT = TypeVar("RecordT")
 PredictionT = TypeVar("PredictionT")
 
-Reader = Callable[[Path, ProblemLog], list[Any]]
 OFFICIAL_READER = "official"  # the name under which protocols and `--gold-format` refer to `Task.read`
 DECLARATION_FILE = "task.yaml"
 DEFAULT_LOCAL_PROTOCOL = "local:dev-80-20"
@@ -43,6 +43,15 @@ DEFAULT_LOCAL_PROTOCOL = "local:dev-80-20"
 REFERENCE_SOURCES: Mapping[str, str] = {
     "KLUE-RoBERTa-large": "KLUE paper (Park et al., arXiv:2105.09680), appendix A, dev sets",
 }
+
+
+class Reader(Protocol[RecordT]):
+    """A task's reader of one format: every problem of the file goes to `log` with its line or JSON path,
+    and the records it could build come back. `purpose` says why the file is read: "validate" (the
+    default), "train" and "export" hold it to every rule of its format, "score" may let what the metric
+    never reads pass as a warning, "predict" accepts examples without their gold fields."""
+
+    def __call__(self, path: Path, log: ProblemLog, purpose: ReadPurpose = "validate", /) -> list[RecordT]: ...
 
 
 class Baseline(Protocol):
@@ -143,8 +152,9 @@ def resolve_ref(package: str, ref: str) -> Any:
 class Task(Generic[RecordT, PredictionT]):
     """Everything the CLI, the scorer, the runner and the report need to know about one task.
 
-    Readers take a path and a `ProblemLog`; they record every problem they find (with line or JSON path)
-    and return the records they could build. Callers end with `log.raise_if_errors()`.
+    Readers (`Reader`) take a path, a `ProblemLog` and the purpose of the read; they record every problem
+    they find (with line or JSON path) and return the records they could build. Commands read through
+    `klue.tasks.reading.read`, which picks the reader and raises the problems.
     """
 
     # -- facts (task.yaml)
@@ -171,7 +181,7 @@ class Task(Generic[RecordT, PredictionT]):
     metric_specs: Mapping[str, MetricSpec]  # every score the binding reports, official and extra
     record_type: type[RecordT]
     prediction_type: type[PredictionT]
-    read: Callable[[Path, ProblemLog], list[RecordT]]  # official v1.1 format
+    read: Reader[RecordT]  # official v1.1 format
     gold_prediction: Callable[[RecordT], PredictionT]  # the perfect prediction for a record
     parse_prediction: Callable[[Mapping[str, Any], ProblemLog, str], PredictionT | None]
     score: Callable[[Sequence[RecordT], Sequence[PredictionT], MetricMode], MetricReport]  # metric binding
@@ -180,7 +190,7 @@ class Task(Generic[RecordT, PredictionT]):
     statistics: Callable[[Sequence[RecordT], Sequence[PredictionT], MetricMode], ExampleStatistics] | None = None
     guid: Callable[[RecordT], str] = attrgetter("guid")  # the guid a prediction must carry
     group_key: Callable[[RecordT], str] = attrgetter("guid")  # records sharing a key stay on one side
-    other_readers: Mapping[str, Callable[[Path, ProblemLog], list[RecordT]]] = field(default_factory=dict)
+    other_readers: Mapping[str, Reader[RecordT]] = field(default_factory=dict)
     read_resource: Callable[[Path, ProblemLog], Any] | None = None  # checks the "resource" file
     # lazy: the task's `klue.io.hf.HfLayout` (the columns of its Hugging Face copy, both directions), by
     # convention `HF_LAYOUT` in its records module; a task without one has no export (`hf_layout()` None)
@@ -202,7 +212,7 @@ class Task(Generic[RecordT, PredictionT]):
             raise DataError(f"{self.name} reports no metric {name!r}; its metrics: {', '.join(self.metric_specs)}")
         return self.metric_specs[name]
 
-    def reader(self, name: str | None, what: str = "format") -> Callable[[Path, ProblemLog], list[RecordT]]:
+    def reader(self, name: str | None, what: str = "format") -> Reader[RecordT]:
         """The official reader (`None` or "official") or one of `other_readers`; DataError naming them
         (`what` says which option named it: "gold format", ...)."""
         if name is None or name == OFFICIAL_READER:

@@ -1,84 +1,24 @@
-"""A task's records as a Hugging Face `datasets` copy, both ways: finding the task's layout, reading rows
-(the hub's `klue/klue` copy, a `save_to_disk` directory, a parquet file) into records, and exporting the
-official files as a `DatasetDict` (`klue data export --format hf`).
+"""A task's records written as a Hugging Face `datasets` copy: the official files exported as a
+`DatasetDict` (`klue data export --format hf`). Copies are read back by the reading layer
+(`klue.tasks.reading`: the hub's `klue/klue` copy, a `save_to_disk` directory, a parquet file).
 
-Every task declares its layout as `HF_LAYOUT` in its records module (`Task.hf_layout`), whose `from_rows`
-is the task's one reader of rows; this module knows no task.
+Every task declares its layout as `HF_LAYOUT` in its records module (`Task.hf_layout`); this module
+knows no task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from klue.errors import DataError, ProblemLog
-from klue.io import formats, hf
+from klue.errors import DataError
+from klue.io import hf
 from klue.io.locate import DataRoots, how_to_get
 from klue.io.provenance import data_source
-from klue.tasks.base import Task
-
-RowReader = Callable[[Any, ProblemLog], list[Any]]
-
-
-def layout_of(task: Task[Any, Any]) -> hf.HfLayout[Any] | None:
-    """The task's Hugging Face layout (`HF_LAYOUT` in its records module), or None."""
-    layout: hf.HfLayout[Any] | None = task.hf_layout()
-    return layout
-
-
-def reader_of(task: Task[Any, Any]) -> RowReader:
-    """How rows of a `datasets` copy become the task's records; DataError when the task has no mapping."""
-    layout = layout_of(task)
-    if layout is not None:
-        return layout.from_rows
-    raise DataError(f"task {task.name!r} has no Hugging Face mapping, so it cannot read a `datasets` copy")
-
-
-def read_rows(task: Task[Any, Any], dataset: Any, where: str) -> list[Any]:
-    """All records of a Dataset, or a DataError listing every problem (at `where`, row by row)."""
-    log = ProblemLog(where)
-    records = reader_of(task)(dataset, log)
-    log.raise_if_errors()
-    return records
-
-
-@dataclass(frozen=True)
-class OpenedCopy:
-    """A local `datasets` copy opened: its rows, how messages show it, and the path that identifies it
-    (a parquet file, a split's own directory, else the save_to_disk directory)."""
-
-    dataset: Any
-    shown: str
-    identified: Path
-
-
-def open_copy(path: Path, fmt: str) -> OpenedCopy:
-    """The Dataset of a parquet file (`fmt` "parquet") or a save_to_disk directory (`fmt` "datasets":
-    `DIR`, or `DIR:split` for one split of a DatasetDict); DataError when it cannot be had."""
-    if fmt == formats.PARQUET_FORMAT:
-        return OpenedCopy(hf.load_parquet(path), str(path), path)
-    saved = formats.saved_path(path)
-    if saved is None:
-        raise DataError("the `datasets` format reads a save_to_disk directory (DIR, or DIR:split for one split "
-                        "of a DatasetDict); this is not a directory", path)
-    dataset = hf.load_saved(saved)
-    split_dir = saved.directory / saved.split if saved.split else saved.directory
-    return OpenedCopy(dataset, str(saved), split_dir if split_dir.is_dir() else saved.directory)
-
-
-def read_copy(task: Task[Any, Any], path: Path, fmt: str, log: ProblemLog) -> list[Any]:
-    """The records of a local copy (see `open_copy`), every problem logged in `log` (the file's own
-    reader logs row problems; a copy that cannot be opened is one problem), as a task reader does."""
-    try:
-        return reader_of(task)(open_copy(path, fmt).dataset, log)
-    except DataError as error:
-        log.problems.extend(error.problems)
-        return []
-
-
-# ------------------------------------------------------------------------------------ export
+from klue.tasks.base import OFFICIAL_READER, Task
+from klue.tasks.reading import layout_of, read
 
 
 @dataclass(frozen=True)
@@ -131,9 +71,7 @@ def export(task: Task[Any, Any], roots: DataRoots, out: Path) -> Export:
         if not path.is_file():
             missing.append(str(path))
             continue
-        log = ProblemLog(str(path))
-        records = task.read(path, log)
-        log.raise_if_errors()
+        records = read(task, path, OFFICIAL_READER, purpose="export").records
         source = data_source(path, len(records), split, roots.klue)
         official = "the official" if source.git_blob == entry.git_blob else "a non-official (its content differs)"
         description = (f"KLUE {task.title} ({task.name}) v1.1: {official} {role} file {entry.path} (git blob "

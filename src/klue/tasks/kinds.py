@@ -6,77 +6,46 @@ being written again per task.
 - Single-label classification (topics, inference labels): a label field checked against the label set and
   the prediction parser for `{guid, label}` lines (the rest of that kind: `klue.tasks.labels`).
 - Every task's metric binding: `metric_binding(metric function, the columns it reads)`.
-- Why a file is read (`ReadingLog`): `klue data validate` holds a file to every rule of its format,
-  while `klue score` only needs what the metric reads, so a reader may let a problem the metric never
-  sees pass as a warning when it reads for scoring (`reads_for_scoring`); `klue predict` reads examples
-  whose gold is not known yet, so the official readers accept them without their gold fields
-  (`reads_for_prediction`). Such a record says so (`labelled` False) and is never scored
+- Reading without gold: `klue predict` reads examples whose gold is not known yet (the purpose
+  "predict", `klue.tasks.reading`), so the official readers accept them without their gold fields
+  (`gold_absent`, `reads_for_prediction`). Such a record says so (`labelled` False) and is never scored
   (`require_labelled`): its gold fields hold the task's "no gold" placeholder (`NO_LABEL`, NaN, `()`).
-- Which format a file is in, and reading it (`formats_of`, `infer_format`, `read_records`,
-  `read_for_prediction`): the one rule every command uses (`klue.io.formats.infer_format`), over the
-  task's own readers and the two Hugging Face formats every task reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from klue.errors import DataError, ProblemLog
-from klue.io import formats
 from klue.io.fields import Fields, prediction_fields
+from klue.io.formats import ReadPurpose
 from klue.metrics.report import MetricMode
-from klue.tasks import hf_copy
-from klue.tasks.base import Task
 
 PredictionT = TypeVar("PredictionT")
 BoundT = TypeVar("BoundT")  # what a metric binding returns: a MetricReport or ExampleStatistics
 Nouns = tuple[str, str]  # how messages name one label and several: ("label", "labels"), ("category", ...)
-ReadPurpose = Literal["check", "score", "predict"]
-READ_PURPOSES: tuple[ReadPurpose, ...] = ("check", "score", "predict")
 NO_LABEL = ""  # the label (name) field of a record without gold: never one of a task's labels
 SHOWN_UNLABELLED = 5  # guids named in the error that refuses to score records without gold
 
 
-@dataclass
-class ReadingLog(ProblemLog):
-    """A `ProblemLog` that also says why the file is read: "check" (validation, training: every rule of
-    the format is an error), "score" (a gold file for `klue score`) or "predict" (examples to predict:
-    the official reader accepts them without their gold fields, and checks the gold fields that are
-    there as "check" does). A plain `ProblemLog` reads as "check". The purpose travels with the log
-    because every reader already takes one, so the reader's signature (and the task declaration) stay
-    as they are."""
-
-    purpose: ReadPurpose = "check"
-
-    def __post_init__(self) -> None:
-        if self.purpose not in READ_PURPOSES:
-            raise ValueError(f"unknown reading purpose {self.purpose!r}; purposes: {', '.join(READ_PURPOSES)}")
+def reads_for_scoring(purpose: ReadPurpose) -> bool:
+    """Whether a gold file is read for `klue score`, where a problem the metric never sees may pass as a
+    warning (`klue data validate` keeps it an error)."""
+    return purpose == "score"
 
 
-def reads_for_scoring(log: ProblemLog) -> bool:
-    """Whether `log` collects the problems of a gold file read for scoring."""
-    return isinstance(log, ReadingLog) and log.purpose == "score"
+def reads_for_prediction(purpose: ReadPurpose) -> bool:
+    """Whether examples are read for prediction: their gold fields may be absent."""
+    return purpose == "predict"
 
 
-def reads_for_prediction(log: ProblemLog) -> bool:
-    """Whether `log` collects the problems of a file read for prediction (gold fields may be absent)."""
-    return isinstance(log, ReadingLog) and log.purpose == "predict"
-
-
-def gold_absent(fields: Fields, *keys: str) -> bool:
+def gold_absent(fields: Fields, purpose: ReadPurpose, *keys: str) -> bool:
     """Whether an object read for prediction lacks every one of its gold fields `keys`: the record is then
     built without gold. False whenever the file is read for anything else (the absent field is then an
     error, logged by the read that asks for it) or when one of them is there (it is then read and checked
     as always: present but invalid gold stays an error)."""
-    return reads_for_prediction(fields.log) and not any(fields.has(key) for key in keys)
-
-
-def gold_optional(fields: Fields) -> bool:
-    """Whether the gold fields of this object may be absent: only in a file read for prediction."""
-    return reads_for_prediction(fields.log)
+    return reads_for_prediction(purpose) and not any(fields.has(key) for key in keys)
 
 
 def refuse_unlabelled(record: Any) -> None:
@@ -185,74 +154,3 @@ def metric_binding(metric: Callable[..., BoundT], columns: Columns) -> Callable[
         return metric(*columns(golds, preds), mode=mode)
 
     return bound
-
-
-# ------------------------------------------------------------------------------------ formats and reading
-
-
-def formats_of(task: Task[Any, Any]) -> list[str]:
-    """Every format a task's files can be read in: official, its other readers, `datasets`, `parquet`."""
-    return [formats.OFFICIAL_FORMAT, *task.other_readers, *formats.HF_FORMATS]
-
-
-def infer_format(task: Task[Any, Any], path: Path) -> str:
-    """The format of `path` for `task`, told from the path alone (`klue.io.formats.infer_format`: a
-    directory or `DIR:split` is `datasets`, a `.parquet` file `parquet`, else the first of the task's
-    other readers that the file's extension, name or folder mentions, else `official`). `klue data
-    validate`, `klue score`, `klue predict` and the `files` protocol all tell a format this way.
-
-    A file whose name tells nothing and whose content is not JSON (`train.tsv`, `my.conllu.txt`) is read by
-    each other reader in turn: the first that reads it without an error is its format."""
-    told = formats.infer_format(path, list(task.other_readers))
-    if told != formats.OFFICIAL_FORMAT or not path.is_file() or _looks_like_json(path):
-        return told
-    for name in task.other_readers:
-        trial = ProblemLog(str(path))
-        try:
-            records = task.reader(name)(path, trial)
-        except DataError:
-            continue
-        if records and not trial.errors:
-            return name
-    return told
-
-
-def _looks_like_json(path: Path) -> bool:
-    """Whether the file starts (after a BOM and white space) like JSON, or is gzip (read as JSON Lines)."""
-    with path.open("rb") as handle:
-        head = handle.read(4096)
-    if head.startswith(b"\x1f\x8b"):
-        return True
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return not text or text[:1] in (b"[", b"{")
-
-
-def check_format(task: Task[Any, Any], fmt: str, what: str = "format") -> None:
-    """DataError unless `fmt` is one of `formats_of(task)` (`what` names the option in the message)."""
-    if fmt not in formats_of(task):
-        raise DataError(f"unknown {what} {fmt!r} for {task.name}; formats: {', '.join(formats_of(task))}")
-
-
-def read_records(task: Task[Any, Any], path: Path, fmt: str, log: ProblemLog, what: str = "format") -> list[Any]:
-    """The records of `path` in format `fmt` (any of `formats_of(task)`; DataError for another, naming
-    `what`), every problem of the file logged in `log`, whose purpose the reader sees. The Hugging Face
-    formats go through the task's row reader, which reads every purpose as "check"."""
-    check_format(task, fmt, what)
-    if fmt in formats.HF_FORMATS:
-        return hf_copy.read_copy(task, path, fmt, log)
-    return task.reader(fmt, what)(path, log)
-
-
-def read_for_prediction(task: Task[Any, Any], path: Path, fmt: str | None = None) -> list[Any]:
-    """The examples of `path` to predict (`klue predict --input`), in `fmt` (told from the path when None,
-    as `infer_format` tells it). The official reader accepts examples without their gold fields (records
-    with `labelled` False, never scored); the other readers read as always. DataError listing every
-    problem when the file has errors (present but invalid gold among them) or holds no example."""
-    chosen = infer_format(task, path) if fmt is None else fmt
-    log = ReadingLog(str(path), purpose="predict")
-    records = read_records(task, path, chosen, log, "--input-format")
-    if log.errors:
-        raise DataError(log.problems)
-    if not records:
-        raise DataError(f"no {task.name} examples in this file (read as {chosen!r})", path)
-    return records

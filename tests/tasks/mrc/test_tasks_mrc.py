@@ -170,23 +170,22 @@ def test_to_json_regroups_a_copy_of_nested_input(tmp_path: Path) -> None:
 
 def test_offsets_missing_their_text_are_warnings_when_read_for_scoring(tmp_path: Path) -> None:
     """The metric reads only answer texts: a gold read for scoring keeps such answers with a warning
-    naming the guid and the answer; read to check it (a plain log, `klue data validate`) it is an error."""
-    from klue.tasks.kinds import ReadingLog
+    naming the guid and the answer; read to check it (`klue data validate`, training) it is an error."""
 
     content = document(qa(0), qa(1, answers=[{"text": "여의도", "answer_start": 2}]), impossible(2))
     for reader, name, text in ((TASK.read, "mrc.json", content),
                                (TASK.other_readers["korquad"], "squad.json", _as_squad(content))):
         path = write_file(tmp_path / name, text)
-        log = ReadingLog(str(path), purpose="score")
-        records = reader(path, log)
+        log = ProblemLog(str(path))
+        records = reader(path, log, "score")
         assert len(records) == 3 and log.errors == []
         assert [p.location for p in log.warnings] == [f"{P}.answers[0]"]
         assert "klue-mrc-v1_dev_00001: " in log.warnings[0].message and "'여의도'" in log.warnings[0].message
         assert records[1].answer_texts == ["여의도"]
         _, strict = read_with_log(reader, path)
         assert [p.location for p in strict.errors] == [f"{P}.answers[0]"]
-        checking = ReadingLog(str(path), purpose="check")  # as strict as a plain log
-        assert len(reader(path, checking)) == 2 and len(checking.errors) == 1
+        checking = ProblemLog(str(path))
+        assert len(reader(path, checking, "train")) == 2 and len(checking.errors) == 1  # as strict as validate
 
 
 def _as_squad(content: dict[str, Any]) -> dict[str, Any]:

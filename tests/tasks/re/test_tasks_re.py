@@ -162,13 +162,12 @@ def test_entity_offsets_that_miss_their_word_are_warnings_when_read_for_scoring(
     miss its word (or leave the sentence) with a warning at its place, and scores it; read to check it (a
     plain log, `klue data validate`, tests/test_validate.py) it is an error."""
     from klue.scoring import score_files
-    from klue.tasks.kinds import ReadingLog
 
     shifted = example(1, subject_entity={"word": "부구욱", "start_idx": 14, "end_idx": 16, "type": "PER"})
     outside = example(2, object_entity={"word": "영산대학교", "start_idx": 5, "end_idx": 90, "type": "ORG"})
     path = write(tmp_path, [example(0), shifted, outside])
-    log = ReadingLog(str(path), purpose="score")
-    records = TASK.read(path, log)
+    log = ProblemLog(str(path))
+    records = TASK.read(path, log, "score")
     assert len(records) == 3 and log.errors == []
     assert [p.location for p in log.warnings] == ["$[1].subject_entity", "$[2].object_entity"]
     assert "not the entity word '부구욱'; kept" in log.warnings[0].message

@@ -17,7 +17,8 @@ from typing import Any, Literal
 from klue.errors import DataError, ProblemLog
 from klue.io import hf
 from klue.io.conllu import ConlluWord, read_sentences
-from klue.io.fields import Fields, item_path
+from klue.io.fields import Fields
+from klue.io.formats import ReadPurpose
 from klue.io.text import check_unique_guids, read_text
 from klue.metrics.dp import DEPRELS
 from klue.tasks.kinds import gold_prediction_of, reads_for_prediction
@@ -74,7 +75,7 @@ class _Pending:
     ok: bool = True
 
 
-def read(path: Path, log: ProblemLog) -> list[DpRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[DpRecord]:
     """Read an official KLUE-DP TSV file; every problem goes to `log` with its line. Read for prediction
     (`klue.tasks.kinds.reads_for_prediction`), a sentence's rows may leave out HEAD and DEPREL."""
     text = read_text(path, log)
@@ -120,8 +121,8 @@ def read(path: Path, log: ProblemLog) -> list[DpRecord]:
             log.error(f"line {number}", "word row outside a sentence (no `## <guid>` header above it)")
             continue
         fields = line.split("\t")
-        if len(fields) not in _widths(log):
-            log.error(f"line {number}", f"expected {_columns_wanted(log)}, found {len(fields)}")
+        if len(fields) not in _widths(purpose):
+            log.error(f"line {number}", f"expected {_columns_wanted(purpose)}, found {len(fields)}")
             current.ok = False
             continue
         current.rows.append((number, fields))
@@ -132,13 +133,13 @@ def read(path: Path, log: ProblemLog) -> list[DpRecord]:
     return records
 
 
-def _widths(log: ProblemLog) -> tuple[int, ...]:
+def _widths(purpose: ReadPurpose) -> tuple[int, ...]:
     """The column counts a word row may have: 6, or (read for prediction) 4 as well."""
-    return (N_COLUMNS, N_INPUT_COLUMNS) if reads_for_prediction(log) else (N_COLUMNS,)
+    return (N_COLUMNS, N_INPUT_COLUMNS) if reads_for_prediction(purpose) else (N_COLUMNS,)
 
 
-def _columns_wanted(log: ProblemLog) -> str:
-    if reads_for_prediction(log):
+def _columns_wanted(purpose: ReadPurpose) -> str:
+    if reads_for_prediction(purpose):
         return (f"{N_COLUMNS} tab-separated columns (INDEX WORD_FORM LEMMA POS HEAD DEPREL), or {N_INPUT_COLUMNS} "
                 "without the gold HEAD and DEPREL")
     return f"{N_COLUMNS} tab-separated columns (INDEX WORD_FORM LEMMA POS HEAD DEPREL)"
@@ -258,7 +259,7 @@ def _warn_piece_counts(words: Sequence[ConlluWord], log: ProblemLog) -> None:
                         f"XPOS {word.xpos!r} has {n_xpos} tags")
 
 
-def read_conllu(path: Path, log: ProblemLog) -> list[DpRecord]:
+def read_conllu(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[DpRecord]:
     """A CoNLL-U file as DP records with UD labels. Sentences without `# sent_id` get `<file stem>-<k>`."""
     sentences = read_sentences(path, log)
     records = []
@@ -335,32 +336,28 @@ def _hf_problem(columns: _HfColumns) -> tuple[str, str] | None:
 HF_GUID_PREFIX = "klue-dp-v1"  # rows of the hub copy carry no guid: they are named `klue-dp-v1_<split>_<row>`
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[DpRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[DpRecord]:
     """HF `klue/klue` dp rows (`sentence, index, word_form, lemma, pos, head, deprel`, one list item per
     word) -> DP records with KLUE labels; an export's `guid` is kept, else the row is named by
-    `klue.io.hf.row_guid`. Checked as the official reader checks a sentence."""
+    `klue.io.hf.records_from_named_rows`. Checked as the official reader checks a sentence."""
     names = hf.label_names(dataset, "deprel")
-    records: list[DpRecord] = []
-    guids: list[tuple[str, str]] = []
-    for index, row in hf.rows(dataset):
-        fields = Fields(row, item_path("$", index), log)
-        guid = hf.guid_of_row(fields, dataset, index, HF_GUID_PREFIX)
+
+    def record(guid: str | None, fields: Fields) -> DpRecord | None:
         sentence = fields.str("sentence")
         columns = _hf_columns(fields, names)
         problem = _hf_problem(columns) if columns is not None else None
         if problem is not None:
             fields.fail(fields.at(problem[0]), problem[1])
         if columns is None or guid is None or sentence is None or not fields.ok:
-            continue
+            return None
         for i, (lemma, tags) in enumerate(zip(columns.lemmas, columns.pos)):
             if len(lemma.split(" ")) != len(tags.split("+")):  # kept as given, as the official reader does
                 log.warning(f"{fields.at('lemma')}[{i}]", f"LEMMA has {len(lemma.split(' '))} morphemes but POS "
                             f"has {len(tags.split('+'))} tags")
-        records.append(DpRecord(guid, sentence, columns.words, columns.lemmas, columns.pos, tuple(columns.heads),
-                                columns.deprels, "klue"))
-        guids.append((guid, fields.at("guid")))
-    check_unique_guids(guids, log)
-    return records
+        return DpRecord(guid, sentence, columns.words, columns.lemmas, columns.pos, tuple(columns.heads),
+                        columns.deprels, "klue")
+
+    return hf.records_from_named_rows(dataset, log, HF_GUID_PREFIX, record)
 
 
 def to_hf(records: Sequence[DpRecord]) -> list[dict[str, Any]]:

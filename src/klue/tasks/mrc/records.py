@@ -21,12 +21,13 @@ from typing import Any
 from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, describe, item_path
+from klue.io.formats import ReadPurpose
 from klue.io.text import check_unique_guids, load_json
 from klue.tasks.kinds import (
     gold_absent,
-    gold_optional,
     prediction_parser,
     present,
+    reads_for_prediction,
     reads_for_scoring,
     refuse_unlabelled,
 )
@@ -123,16 +124,17 @@ def _answers(qa: Fields, key: str, context: str | None, guid: str | None, strict
     return tuple(answers)
 
 
-def read_squad_like(path: Path, log: ProblemLog, squad: bool = False,
+def read_squad_like(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate", squad: bool = False,
                     strict_offsets: bool | None = None) -> list[MrcRecord]:
     """Read a KLUE-MRC file (or, with `squad`, a SQuAD v1.1 file such as KorQuAD 1.0).
 
     An answer whose `answer_start` does not point at its text is an error when `strict_offsets` is on,
     a warning naming the guid and the answer when it is off. By default (None) it is on, except for a
     gold file read for scoring (`klue.tasks.kinds.reads_for_scoring`): the metric reads only the answer
-    texts, so `klue score` accepts what `klue data validate` calls an error.
+    texts, so `klue score` accepts what `klue data validate` calls an error. Read for prediction, a
+    question may come without its gold.
     """
-    strict = not reads_for_scoring(log) if strict_offsets is None else strict_offsets
+    strict = not reads_for_scoring(purpose) if strict_offsets is None else strict_offsets
     data = load_json(path, log)
     if data is None:
         return []
@@ -156,7 +158,7 @@ def read_squad_like(path: Path, log: ProblemLog, squad: bool = False,
             context = paragraph.str("context", nonempty=True)
             paragraph.warn_unknown({"context", "qas"})
             for qa in paragraph.items("qas", linked=False) or []:
-                record = _question(qa, squad, guid_key, context, strict)
+                record = _question(qa, squad, guid_key, context, strict, purpose)
                 if record is None or context is None or not paragraph.ok or not article.ok:
                     continue
                 guids.append((record[0], qa.at(guid_key)))
@@ -174,13 +176,13 @@ def _build(parts: tuple[Any, ...], context: str, title: str | None, category: st
                      a_index, p_index, labelled)
 
 
-def _question(qa: Fields, squad: bool, guid_key: str, context: str | None,
-              strict_offsets: bool) -> tuple[Any, ...] | None:
+def _question(qa: Fields, squad: bool, guid_key: str, context: str | None, strict_offsets: bool,
+              purpose: ReadPurpose) -> tuple[Any, ...] | None:
     guid = qa.str(guid_key, nonempty=True)
     question = qa.str("question", nonempty=True)
     # Read for prediction, a question may come without its gold: `answers`, and then `is_impossible`
     # (the answerability is gold too); `question_type` may be absent whenever it is read so.
-    unlabelled = gold_absent(qa, "answers")
+    unlabelled = gold_absent(qa, purpose, "answers")
     answers = () if unlabelled else _answers(qa, "answers", context, guid, strict_offsets)
     plausible = _answers(qa, "plausible_answers", context, guid, strict_offsets, optional=True)
     if squad:
@@ -188,7 +190,7 @@ def _question(qa: Fields, squad: bool, guid_key: str, context: str | None,
         impossible = qa.bool("is_impossible", optional=True) or False
         qa.warn_unknown(_SQUAD_QA_FIELDS)
     else:
-        qtype = qa.int("question_type", optional=gold_optional(qa))
+        qtype = qa.int("question_type", optional=reads_for_prediction(purpose))
         impossible = qa.bool("is_impossible", optional=unlabelled)
         qa.warn_unknown(_QA_FIELDS)
         if qtype is not None and qtype not in QUESTION_TYPES:
@@ -208,10 +210,10 @@ def _question(qa: Fields, squad: bool, guid_key: str, context: str | None,
     return guid, question, answers, qtype, impossible, plausible, True
 
 
-def read(path: Path, log: ProblemLog) -> list[MrcRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[MrcRecord]:
     """Read an official KLUE-MRC JSON file; every problem goes to `log` with its JSON path (answer offsets
     that miss their text are warnings when the file is read for scoring, see `read_squad_like`)."""
-    return read_squad_like(path, log)
+    return read_squad_like(path, log, purpose)
 
 
 read_unchecked_offsets = partial(read_squad_like, squad=False, strict_offsets=False)
@@ -267,10 +269,10 @@ def gold_prediction(record: MrcRecord) -> MrcPrediction:
     return MrcPrediction(record.guid, record.answers[0].text if record.answers else "")
 
 
-def read_korquad(path: Path, log: ProblemLog) -> list[MrcRecord]:
+def read_korquad(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[MrcRecord]:
     """SQuAD v1.1 JSON (KorQuAD 1.0) -> MRC records: one per question, guid = the question `id`,
     question_type None (SQuAD has none), never impossible; answer offsets are checked as in `read`."""
-    return read_squad_like(path, log, squad=True)
+    return read_squad_like(path, log, purpose, squad=True)
 
 
 def _from_hub_rows(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
@@ -325,7 +327,7 @@ def _from_hub_rows(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
 _HF_EXTRAS = ("plausible_answers", "article_index", "paragraph_index")  # an export's columns the hub lacks
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[MrcRecord]:
     """HF mrc rows -> MRC records: the hub's (`_from_hub_rows`; null optional texts dropped first, since it
     takes an absent one, not a null) and an export's, whose extra columns are put back."""
     rows = [{k: v for k, v in row.items() if not (v is None and k in ("news_category", "source"))}

@@ -16,7 +16,8 @@ from typing import Any
 
 from klue.errors import DataError, ProblemLog
 from klue.io import hf
-from klue.io.fields import Fields, item_path
+from klue.io.fields import Fields
+from klue.io.formats import ReadPurpose
 from klue.io.text import check_unique_guids, read_text
 from klue.metrics.ner import ENTITY_TYPES, TAGS
 from klue.tasks.kinds import gold_prediction_of, reads_for_prediction
@@ -118,16 +119,16 @@ def _unlabelled(pending: _Pending, log: ProblemLog) -> bool | None:
     return None
 
 
-def _char_line(line: str, number: int, current: _Pending, log: ProblemLog) -> None:
+def _char_line(line: str, number: int, current: _Pending, log: ProblemLog, purpose: ReadPurpose) -> None:
     """One `char<TAB>tag` line into the sentence being read (read for prediction, `char` alone too)."""
     fields = line.split("\t")
-    if len(fields) == 1 and len(line) == 1 and reads_for_prediction(log):
+    if len(fields) == 1 and len(line) == 1 and reads_for_prediction(purpose):
         current.chars.append(line)
         current.untagged += 1
         return
     if len(fields) != 2:
         what = "a line without a tab" if len(fields) == 1 else f"{len(fields)} tab-separated fields"
-        wanted = "`char\\ttag` (or `char` alone)" if reads_for_prediction(log) else "`char\\ttag`"
+        wanted = "`char\\ttag` (or `char` alone)" if reads_for_prediction(purpose) else "`char\\ttag`"
         log.error(f"line {number}", f"expected {wanted}, found {what}: {line!r}")
         current.ok = False
         return
@@ -142,7 +143,7 @@ def _char_line(line: str, number: int, current: _Pending, log: ProblemLog) -> No
     current.tags.append(tag)
 
 
-def read(path: Path, log: ProblemLog) -> list[NerRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[NerRecord]:
     """Read an official KLUE-NER TSV file; every problem goes to `log` with its line. Read for prediction
     (`klue.tasks.kinds.reads_for_prediction`), a sentence's lines may hold its characters alone."""
     text = read_text(path, log)
@@ -213,7 +214,7 @@ def read(path: Path, log: ProblemLog) -> list[NerRecord]:
         if current is None:
             log.error(f"line {number}", "character line outside a sentence (no `## <guid>` header above it)")
             continue
-        _char_line(line, number, current, log)
+        _char_line(line, number, current, log, purpose)
     if not started and header:
         # Only `##` lines: with no character anywhere, the last one is a sentence without characters.
         current = open_sentence(lines[header[-1] - 1].removesuffix("\r"), header[-1])
@@ -280,17 +281,14 @@ def nonspace_prediction(record: NerRecord, prediction: NerPrediction) -> tuple[s
 HF_GUID_PREFIX = "klue-ner-v1"  # rows of the hub copy carry no guid: they are named `klue-ner-v1_<split>_<row>`
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[NerRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[NerRecord]:
     """HF `klue/klue` ner rows (`sentence` marked up as in the header line, `tokens` one per character,
     spaces included, `ner_tags` ClassLabels in the hub order B-DT I-DT B-LC ...) -> NER records, tags
     mapped by name; checked like the official file. An export's `guid` column (see `to_hf`) is kept, else
-    the row is named by `klue.io.hf.row_guid`."""
+    the row is named by `klue.io.hf.records_from_named_rows`."""
     names = hf.label_names(dataset, "ner_tags")
-    records: list[NerRecord] = []
-    guids: list[tuple[str, str]] = []
-    for index, row in hf.rows(dataset):
-        fields = Fields(row, item_path("$", index), log)
-        guid = hf.guid_of_row(fields, dataset, index, HF_GUID_PREFIX)
+
+    def record(guid: str | None, fields: Fields) -> NerRecord | None:
         marked = fields.str("sentence")
         chars = fields.str_list("tokens")
         raw_tags = fields.list("ner_tags")
@@ -302,13 +300,12 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[NerRecord]:
         if chars is not None and not chars:
             fields.fail(fields.at("tokens"), "the sentence has no characters")
         if not fields.ok or guid is None or marked is None or chars is None or None in tags:
-            continue
-        record = NerRecord(guid, marked, chars, tuple(tags))  # type: ignore[arg-type]
-        _check_sentence(record, fields.location, log)
-        records.append(record)
-        guids.append((guid, fields.at("guid")))
-    check_unique_guids(guids, log)
-    return records
+            return None
+        built = NerRecord(guid, marked, chars, tuple(tags))  # type: ignore[arg-type]
+        _check_sentence(built, fields.location, log)
+        return built
+
+    return hf.records_from_named_rows(dataset, log, HF_GUID_PREFIX, record)
 
 
 def to_hf(records: Sequence[NerRecord]) -> list[dict[str, Any]]:

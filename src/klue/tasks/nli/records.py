@@ -16,9 +16,10 @@ from typing import Any
 from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
+from klue.io.formats import ReadPurpose
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
-from klue.tasks.kinds import NO_LABEL, gold_optional, one_of
+from klue.tasks.kinds import NO_LABEL, one_of, reads_for_prediction
 
 LABELS: tuple[str, ...] = ("entailment", "contradiction", "neutral")  # official order
 KORNLI_HEADER = ("sentence1", "sentence2", "gold_label")
@@ -69,7 +70,7 @@ def _validators(fields: Fields, optional: bool) -> tuple[str, str, str, str] | N
     return labels if None not in labels else None  # type: ignore[return-value]
 
 
-def read(path: Path, log: ProblemLog) -> list[NliRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[NliRecord]:
     """Read an official KLUE-NLI JSON file; every problem goes to `log` with its JSON path. Read for
     prediction, the gold (`gold_label`, `author`, `label2..label5`) may be absent."""
     locations: list[str] = []  # of the records kept, for the duplicate-pair warnings
@@ -79,7 +80,7 @@ def read(path: Path, log: ProblemLog) -> list[NliRecord]:
         source = fields.str("source")
         premise = fields.str("premise", nonempty=True)
         hypothesis = fields.str("hypothesis", nonempty=True)
-        optional = gold_optional(fields)
+        optional = reads_for_prediction(purpose)
         gold = _label_field(fields, "gold_label", optional)
         author = _label_field(fields, "author", optional)
         validators = _validators(fields, optional)
@@ -126,8 +127,9 @@ def to_json(record: NliRecord) -> dict[str, Any]:
     return out
 
 
-def read_kornli(path: Path, log: ProblemLog) -> list[NliRecord]:
-    """KorNLI TSV -> NLI records. guid `kornli-<file stem>_<row>` (0-based data row), source `kornli`."""
+def read_kornli(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[NliRecord]:
+    """KorNLI TSV -> NLI records. guid `kornli-<file stem>_<row>` (0-based data row), source `kornli`
+    (read alike for every purpose)."""
     records = []
     lines = []
     stem = file_stem(path)
@@ -154,7 +156,7 @@ def _hf_label(row: dict[str, Any], key: str, names: list[str] | None, fields: Fi
     return label
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[NliRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[NliRecord]:
     """HF `klue/klue` nli rows (`guid, source, premise, hypothesis, label` with label names
     entailment, neutral, contradiction) -> NLI records; an export's `author` and `label2..label5`
     columns (see `to_hf`) come back as the record's author and validator labels."""

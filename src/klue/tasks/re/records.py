@@ -17,14 +17,15 @@ from typing import Any
 from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, describe, item_path, read_json_objects
+from klue.io.formats import ReadPurpose
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
 from klue.metrics.re import NO_RELATION
 from klue.tasks.kinds import (
     NO_LABEL,
-    gold_optional,
     prediction_parser,
     present,
+    reads_for_prediction,
     reads_for_scoring,
     refuse_unlabelled,
 )
@@ -83,7 +84,7 @@ def offset_problem(sentence: str, start: int, end: int, word: str) -> str | None
     return None
 
 
-def entity_from(fields: Fields, sentence: str | None) -> Entity | None:
+def entity_from(fields: Fields, sentence: str | None, purpose: ReadPurpose) -> Entity | None:
     """An entity object, its offsets checked against the sentence: an error, except in a gold file read for
     scoring (`klue.tasks.kinds.reads_for_scoring`), where the metric compares relation labels only and
     never reads an offset, so the entity is kept with a warning (`klue data validate` keeps the error)."""
@@ -99,7 +100,7 @@ def entity_from(fields: Fields, sentence: str | None) -> Entity | None:
         return None
     problem = offset_problem(sentence, start, end, word) if sentence is not None else None
     if problem is not None:
-        if not reads_for_scoring(fields.log):
+        if not reads_for_scoring(purpose):
             fields.fail(fields.location, problem)
             return None
         # The warning names the place (the JSON path holds the record's index) so the file can be fixed.
@@ -140,7 +141,7 @@ def relations_for(path: Path, log: ProblemLog) -> tuple[str, ...]:
     return names if names is not None else RELATIONS
 
 
-def read(path: Path, log: ProblemLog) -> list[ReRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[ReRecord]:
     """Read an official KLUE-RE JSON file (labels checked against the relation list beside it, else the
     official list); every problem goes to `log` with its JSON path."""
     relations: list[frozenset[str]] = []  # read at the first object, once the file is known to be a list
@@ -152,9 +153,9 @@ def read(path: Path, log: ProblemLog) -> list[ReRecord]:
         sentence = fields.str("sentence", nonempty=True)
         subject_fields = fields.obj("subject_entity")
         object_fields = fields.obj("object_entity")
-        subject = entity_from(subject_fields, sentence) if subject_fields is not None else None
-        obj = entity_from(object_fields, sentence) if object_fields is not None else None
-        label = fields.str("label", optional=gold_optional(fields))  # absent: read for prediction
+        subject = entity_from(subject_fields, sentence, purpose) if subject_fields is not None else None
+        obj = entity_from(object_fields, sentence, purpose) if object_fields is not None else None
+        label = fields.str("label", optional=reads_for_prediction(purpose))  # absent: read for prediction
         if label is not None and label not in relations[0]:
             fields.fail(fields.at("label"), f"unknown relation {label!r} (not in {RELATION_LIST_FILE})")
         source = fields.str("source")
@@ -223,13 +224,13 @@ def gold_prediction(record: ReRecord) -> RePrediction:
     return RePrediction(record.guid, record.label, tuple(float(r == record.label) for r in RELATIONS))
 
 
-def _entity(fields: Fields | None, sentence: str | None) -> Entity | None:
+def _entity(fields: Fields | None, sentence: str | None, purpose: ReadPurpose) -> Entity | None:
     if fields is None:
         return None
-    return entity_from(fields, sentence)
+    return entity_from(fields, sentence, purpose)
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[ReRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[ReRecord]:
     """HF `klue/klue` re rows (`guid, sentence, subject_entity, object_entity, label, source`) -> RE
     records, labels mapped by name onto the official relation list."""
     names = hf.label_names(dataset, "label")
@@ -238,8 +239,8 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[ReRecord]:
         fields = Fields(row, item_path("$", index), log)
         guid, sentence = fields.str("guid", nonempty=True), fields.str("sentence", nonempty=True)
         source = fields.str("source")
-        subject = _entity(fields.obj("subject_entity"), sentence)
-        obj = _entity(fields.obj("object_entity"), sentence)
+        subject = _entity(fields.obj("subject_entity"), sentence, purpose)
+        obj = _entity(fields.obj("object_entity"), sentence, purpose)
         label = hf.by_name(row.get("label"), names, RELATIONS, fields.at("label"), log)
         if fields.ok and label is not None and subject is not None and obj is not None:
             records.append(ReRecord(guid, sentence, subject, obj, label, source))  # type: ignore[arg-type]

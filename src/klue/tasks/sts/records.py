@@ -11,16 +11,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
+from klue.io.formats import ReadPurpose
 from klue.io.text import check_unique_guids
 from klue.io.tsv import file_stem, headed_rows
 from klue.metrics.sts import THRESHOLD as BINARY_THRESHOLD
-from klue.tasks.kinds import gold_optional, gold_prediction_of, prediction_parser, present
+from klue.tasks.kinds import gold_prediction_of, prediction_parser, present, reads_for_prediction
 
 MIN_SCORE = 0.0
 MAX_SCORE = 5.0
@@ -110,13 +112,13 @@ def _labels(labels: Fields) -> tuple[float, float, int] | None:
     return label, real, binary
 
 
-def _record(fields: Fields) -> StsRecord | None:
+def _record(fields: Fields, purpose: ReadPurpose) -> StsRecord | None:
     guid = fields.str("guid", nonempty=True)
     source = fields.str("source")
     sentence1 = fields.str("sentence1", nonempty=True)
     sentence2 = fields.str("sentence2", nonempty=True)
     # Read for prediction, the gold (`labels`, and the annotators' scores) may be absent.
-    optional = gold_optional(fields)
+    optional = reads_for_prediction(purpose)
     labels_fields = fields.obj("labels", optional=optional)
     labels = _labels(labels_fields) if labels_fields is not None else None
     annotations_fields = fields.obj("annotations", optional=optional)
@@ -131,9 +133,9 @@ def _record(fields: Fields) -> StsRecord | None:
     return StsRecord(guid, source, sentence1, sentence2, *labels, annotations)
 
 
-def read(path: Path, log: ProblemLog) -> list[StsRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[StsRecord]:
     """Read an official KLUE-STS JSON file; every problem goes to `log` with its JSON path."""
-    return read_json_objects(path, log, "STS pairs", _record)
+    return read_json_objects(path, log, "STS pairs", partial(_record, purpose=purpose))
 
 
 def to_json(record: StsRecord) -> dict[str, Any]:
@@ -166,7 +168,7 @@ parse_prediction = prediction_parser(StsPrediction, _predicted_score)
 gold_prediction = gold_prediction_of(StsPrediction, "real_label")
 
 
-def read_korsts(path: Path, log: ProblemLog) -> list[StsRecord]:
+def read_korsts(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[StsRecord]:
     """KorSTS TSV -> STS records. guid `korsts-<file stem>_<row>`; source `korsts/<genre>/<filename>/
     <year>/<id>` keeps the original identity; label = real-label = score, binary-label = score >= 3."""
     records = []
@@ -189,7 +191,7 @@ def read_korsts(path: Path, log: ProblemLog) -> list[StsRecord]:
     return records
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[StsRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[StsRecord]:
     """HF `klue/klue` sts rows (`guid, source, sentence1, sentence2, labels: {label, real-label,
     binary-label}`) -> STS records. The hub copy has no annotations; an export's `annotations` column
     (see `to_hf`) comes back as the record's, null where it had none."""

@@ -22,6 +22,7 @@ from typing import Any
 from klue.errors import DataError, ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, describe, item_path, read_json_objects
+from klue.io.formats import ReadPurpose
 from klue.io.locate import beside
 from klue.io.text import check_unique_guids, load_json
 from klue.tasks.kinds import gold_absent, gold_prediction_of, prediction_parser, present
@@ -217,8 +218,10 @@ def _state(fields: Fields, slots: frozenset[str]) -> tuple[str, ...] | None:
     return state if fields.ok else None
 
 
-def dialogue_from(fields: Fields, slots: Iterable[str], empty_sys_state_ok: bool = False) -> WosDialogue | None:
-    """A dialogue object checked: roles, states on user turns only, state strings against `slots`.
+def dialogue_from(fields: Fields, slots: Iterable[str], purpose: ReadPurpose,
+                  empty_sys_state_ok: bool = False) -> WosDialogue | None:
+    """A dialogue object checked: roles, states on user turns only, state strings against `slots` (read
+    for prediction, a user turn may come without its state).
 
     `empty_sys_state_ok`: accept `state: []` on system turns (the Hugging Face copy stores one).
     """
@@ -239,7 +242,7 @@ def dialogue_from(fields: Fields, slots: Iterable[str], empty_sys_state_ok: bool
         turn.warn_unknown(_UTTERANCE_FIELDS)
         state: tuple[str, ...] | None = None
         if role == "user":
-            if gold_absent(turn, "state"):
+            if gold_absent(turn, purpose, "state"):
                 pass  # read for prediction: a user turn without its gold state (the turn is unlabelled)
             elif not turn.has("state"):
                 turn.fail(turn.at("state"), "a user turn has no `state`")
@@ -261,7 +264,7 @@ def dialogue_from(fields: Fields, slots: Iterable[str], empty_sys_state_ok: bool
     return WosDialogue(guid, domains, tuple(utterances))
 
 
-def read_dialogues(path: Path, log: ProblemLog) -> list[WosDialogue]:
+def read_dialogues(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[WosDialogue]:
     """Read an official WoS JSON file as dialogues (slots checked against the ontology next to the file,
     else the official 45 keys); every problem goes to `log` with its JSON path."""
     slots: list[frozenset[str]] = []  # read at the first object, once the file is known to be a list
@@ -269,7 +272,7 @@ def read_dialogues(path: Path, log: ProblemLog) -> list[WosDialogue]:
     def dialogue(fields: Fields) -> WosDialogue | None:
         if not slots:
             slots.append(slots_for(path, log))
-        return dialogue_from(fields, slots[0])
+        return dialogue_from(fields, slots[0], purpose)
 
     return read_json_objects(path, log, "WoS dialogues", dialogue)
 
@@ -292,10 +295,10 @@ def dialogues_of(turns: Iterable[WosTurn]) -> list[WosDialogue]:
     return list(seen.values())
 
 
-def read(path: Path, log: ProblemLog) -> list[WosTurn]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[WosTurn]:
     """Read an official WoS JSON file as turn examples (see `read_dialogues`). Read for prediction
     (`klue.tasks.kinds.reads_for_prediction`), a user turn may come without its `state`."""
-    return expand_turns(read_dialogues(path, log))
+    return expand_turns(read_dialogues(path, log, purpose))
 
 
 def to_json(dialogue: WosDialogue) -> dict[str, Any]:
@@ -327,7 +330,7 @@ parse_prediction = prediction_parser(WosPrediction, _predicted_state)
 gold_prediction = gold_prediction_of(WosPrediction, "state")
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[WosTurn]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[WosTurn]:
     """HF `klue/klue` wos rows (`guid, domains, dialogue: [{role, text, state}]`, where system turns
     carry an empty state list; a dict of lists is accepted too) -> WoS turn records."""
     dialogues = []
@@ -335,7 +338,7 @@ def from_hf(dataset: Any, log: ProblemLog) -> list[WosTurn]:
         if isinstance(row, dict) and "dialogue" in row:
             row = {**row, "dialogue": hf.as_rows(row["dialogue"])}
         fields = Fields(row, item_path("$", index), log)
-        dialogue = dialogue_from(fields, DEFAULT_SLOTS, empty_sys_state_ok=True)
+        dialogue = dialogue_from(fields, DEFAULT_SLOTS, purpose, empty_sys_state_ok=True)
         if dialogue is not None:
             dialogues.append(dialogue)
     check_unique_guids(((d.guid, d.guid) for d in dialogues), log)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from klue.errors import ProblemLog
 from klue.io import hf
 from klue.io.fields import Fields, item_path, read_json_objects
+from klue.io.formats import ReadPurpose
 from klue.io.text import check_unique_guids
-from klue.tasks.kinds import NO_LABEL, gold_optional, one_of
+from klue.tasks.kinds import NO_LABEL, one_of, reads_for_prediction
 
 LABELS: tuple[str, ...] = ("정치", "경제", "사회", "생활문화", "세계", "IT과학", "스포츠")  # official order
 _LABEL_SET = frozenset(LABELS)  # annotations hold these and NO_SCOPE
@@ -86,12 +88,12 @@ def _annotations(fields: Fields) -> YnatAnnotations | None:
     return YnatAnnotations(annotators, tuple(scopes))
 
 
-def _record(fields: Fields) -> YnatRecord | None:
+def _record(fields: Fields, purpose: ReadPurpose) -> YnatRecord | None:
     guid = fields.str("guid", nonempty=True)
     title = fields.str("title", nonempty=True)
     category = fields.str("predefined_news_category")
     # Read for prediction, the gold (`label`, and the annotators' choices) may be absent.
-    optional = gold_optional(fields)
+    optional = reads_for_prediction(purpose)
     label = label_field(fields, "label", optional)
     annotation_fields = fields.obj("annotations", optional=optional)
     annotations = _annotations(annotation_fields) if annotation_fields is not None else None
@@ -106,9 +108,9 @@ def _record(fields: Fields) -> YnatRecord | None:
                       labelled)
 
 
-def read(path: Path, log: ProblemLog) -> list[YnatRecord]:
+def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[YnatRecord]:
     """Read an official YNAT JSON file; every problem goes to `log` with its JSON path."""
-    return read_json_objects(path, log, "YNAT headlines", _record)
+    return read_json_objects(path, log, "YNAT headlines", partial(_record, purpose=purpose))
 
 
 def to_json(record: YnatRecord) -> dict[str, Any]:
@@ -138,8 +140,9 @@ def _resplit_record(fields: Fields) -> YnatRecord | None:
     return None
 
 
-def read_resplit(path: Path, log: ProblemLog) -> list[YnatRecord]:
-    """A `ynat-resplit` file (`[{guid, title, label}]`) -> YNAT records without the other fields."""
+def read_resplit(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[YnatRecord]:
+    """A `ynat-resplit` file (`[{guid, title, label}]`) -> YNAT records without the other fields (read alike
+    for every purpose)."""
     return read_json_objects(path, log, "YNAT titles", _resplit_record)
 
 
@@ -160,7 +163,7 @@ def _hf_annotations(fields: Fields) -> YnatAnnotations | None:
     return YnatAnnotations(annotators, tuple(scopes))
 
 
-def from_hf(dataset: Any, log: ProblemLog) -> list[YnatRecord]:
+def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[YnatRecord]:
     """HF `klue/klue` ynat rows (`guid, title, label, url, date`; label names in the order IT과학, 경제,
     사회, 생활문화, 세계, 스포츠, 정치) -> YNAT records, labels mapped by name; an export's
     `predefined_news_category` and `annotations` columns (see `to_hf`) come back too."""

@@ -19,8 +19,9 @@ maps to the same replacement. Pseudonyms are drawn from a random generator seede
 run's seed, in order of appearance, never from the original's value: a pseudonym reveals nothing about
 the original, and an unseeded run uses a fresh random seed.
 
-Nothing here writes or logs an original: reports hold counts by kind only. Files are streamed, and can be
-spread over processes or a Ray cluster with the same output bytes (pii_parallel.py).
+Nothing here writes or logs an original. Files are pseudonymised by pii_parallel.py (`pseudonymise_files`):
+streamed, spread over processes or a Ray cluster with the same output bytes; its reports hold counts by
+kind only.
 """
 
 from __future__ import annotations
@@ -555,32 +556,3 @@ def score_spans(gold: Sequence[Sequence[PiiSpan]], pred: Sequence[Sequence[PiiSp
         fp += len(p - g)
         fn += len(g - p)
     return SpanScores(tp, fp, fn)
-
-
-# ---------------------------------------------------------------- files
-REPORT_FILE = "pii_report.json"
-
-
-@dataclass(frozen=True)
-class FileReport:
-    path: str
-    output: str
-    documents: int
-    documents_changed: int
-    counts: dict[str, int]
-
-
-def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDetector, seed: int,
-                       text_field: str = "text", workers: int | None = None, executor: str = "local",
-                       ray_address: str | None = None, progress: bool = False) -> dict[str, object]:
-    """Pseudonymise each input file into `output_dir/<same name>`; write and return the count report.
-
-    The report holds counts by kind, per file and in total; never an original or a pseudonym. The inputs
-    are streamed and spread over `workers` processes (`executor="local"`; None: this process only, 0:
-    every core) or Ray tasks (`executor="ray"`, on `ray_address` or a local Ray; None or 0: every CPU of
-    the Ray); the output is the same bytes whatever the workers (pii_parallel.py says why). `progress`
-    shows a bar with the ETA on stderr."""
-    from klue.pretraining.pii_parallel import ParallelSettings, pseudonymise_corpus
-
-    settings = ParallelSettings(workers=workers, executor=executor, ray_address=ray_address)  # type: ignore[arg-type]
-    return pseudonymise_corpus(inputs, output_dir, detector, seed, text_field, settings, progress=progress)

@@ -1,7 +1,7 @@
 """The results schema: one `results.json` per run (task x model x seed), validated on write and read, and
 the names of the files a run directory holds.
 
-Every producer (a fine-tuned encoder, a CPU baseline, and later prompted LMs) writes its predictions; the
+Every producer (a fine-tuned encoder, a CPU baseline, a prompted LM) writes its predictions; the
 judge (`klue.scoring.judge`) scores them and assembles the `Results`, so the schema lives on the judge's
 floor, below every producer and the report. The format is documented in docs/results-schema.md (keep the
 two in step).

@@ -34,6 +34,7 @@ import numpy as np
 from klue.errors import DataError
 from klue.io.atomic import write_bytes_atomic, write_json_atomic
 from klue.io.provenance import DataSource
+from klue.io.text import read_json_file
 from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricReport
 from klue.metrics.statistics import ExampleStatistics, Formula
 
@@ -316,10 +317,7 @@ def write_results(path: Path, results: Results) -> None:
 
 
 def read_results(path: Path) -> Results:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read results: {error}", path) from None
+    obj = read_json_file(path, "results")
     if not isinstance(obj, dict):
         raise DataError("results file is not a JSON object", path)
     return Results.from_json(obj, str(path))

@@ -29,13 +29,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from klue.errors import DataError
 from klue.pretraining.corpus import iter_corpus
 from klue.pretraining.morphemes import MorphemeSplitter
 from klue.pretraining.packing import Block, WholeWord, pack_blocks
 from klue.pretraining.tokenizer import SPEC_FILE as TOKENIZER_CARD
+
+if TYPE_CHECKING:
+    from klue.pretraining.shards import BlockRange
 
 Arch = Literal["bert", "roberta"]
 PRESETS: dict[str, dict[str, int]] = {
@@ -212,7 +215,7 @@ class MaskedLmSteps:
 
     model: Any
     collator: MaskingCollator
-    blocks: Sequence[Block]
+    blocks: BlockRange
     batch_size: int
     seed: int
     accelerator: Any
@@ -407,8 +410,8 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     return result
 
 
-def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block], batch_size: int, seed: int,
-                 device: Any) -> float:
+def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block] | BlockRange, batch_size: int,
+                 seed: int, device: Any) -> float:
     """Mean masked-LM loss per masked token over `blocks`, with masks fixed by `seed` (comparable runs)."""
     import torch
 

@@ -130,7 +130,8 @@ class _FineTuning:
         engine = self.engine
         chunk = [self.train[i] for i in micro_batch]
         batch = engine._to_device(engine.adapter.collate(chunk, engine.ctx, True, engine.hp.pad_to_multiple_of))
-        return engine.model(**batch).loss_sum  # type: ignore[no-any-return]
+        loss_sum: torch.Tensor = engine.model(**batch).loss_sum
+        return loss_sum
 
 
 class Engine:

@@ -80,6 +80,8 @@ def train_steps(accelerator: Any, parts: state_files.TrainingParts, objective: O
     `state`; `parts` are the prepared model and optimizer, and the scheduler (not `prepare`d: accelerate
     would step it once per process per step)."""
     acc, model, optimizer, scheduler = accelerator, parts.model, parts.optimizer, parts.scheduler
+    if scheduler is None:
+        raise ValueError("the training loop steps a learning-rate scheduler: give one in `parts`")
     n_proc, total = acc.num_processes, settings.total_steps
     progress = ProgressBar(settings.label, total, done=state.step, enabled=settings.progress and acc.is_main_process)
     # Loss since the last logged point: a device tensor, read back only when logging or checkpointing.

@@ -1,6 +1,6 @@
 """The layout rules of docs/architecture.md, checked on the source: imports only point down the floors
-(imports inside functions and under TYPE_CHECKING count), no import cycle between klue's top-level units,
-and no file outside `klue/tasks/` names three or more tasks."""
+(imports inside functions and under TYPE_CHECKING count), no import cycle between klue's top-level units
+nor between any of its files, and no file outside `klue/tasks/` names three or more tasks."""
 
 from __future__ import annotations
 
@@ -94,6 +94,80 @@ def test_no_import_cycle_between_units() -> None:
     for unit in sorted(graph):
         if unit not in state:
             visit(unit, [])
+
+
+def module_file(src: Path, module: str) -> Path | None:
+    """The file of a dotted `klue...` module under the package directory `src` (a package: its __init__)."""
+    base = src.parent.joinpath(*module.split("."))
+    return next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+
+
+def imported_files(src: Path, path: Path) -> set[Path]:
+    """The klue files a source file imports, wherever the import statement stands. `from a import b` is the
+    module a.b when there is one, else a; the packages above an imported module are not counted."""
+    parts = path.relative_to(src.parent).with_suffix("").parts
+    package = list(parts[:-1])  # a package's __init__ stands in its package, as a module does
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            names = [f"{module}.{a.name}" if module_file(src, f"{module}.{a.name}") else module for a in node.names]
+        else:
+            continue
+        found |= {f for name in names if name.split(".")[0] == "klue" and (f := module_file(src, name)) is not None}
+    return found - {path}
+
+
+def file_cycles(src: Path) -> list[list[str]]:
+    """Every set of files that import each other, directly or through others (Tarjan's strongly connected
+    components of the file import graph), as paths relative to `src`."""
+    graph = {path: imported_files(src, path) for path in sorted(src.rglob("*.py"))}
+    index: dict[Path, int] = {}
+    low: dict[Path, int] = {}
+    stack: list[Path] = []
+    cycles: list[list[str]] = []
+
+    def connect(path: Path) -> None:
+        index[path] = low[path] = len(index)
+        stack.append(path)
+        for target in sorted(graph.get(path, ())):
+            if target not in index:
+                connect(target)
+                low[path] = min(low[path], low[target])
+            elif target in stack:
+                low[path] = min(low[path], index[target])
+        if low[path] == index[path]:
+            component = [stack.pop()]
+            while component[-1] != path:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(str(p.relative_to(src)) for p in component))
+
+    for path in graph:
+        if path not in index:
+            connect(path)
+    return cycles
+
+
+def test_no_import_cycle_between_files() -> None:
+    assert file_cycles(SRC) == [], "files that import each other (move what both need into one place)"
+
+
+def test_a_file_cycle_through_an_import_inside_a_function_is_found(tmp_path: Path) -> None:
+    src = tmp_path / "klue"
+    (src / "sub").mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "sub" / "__init__.py").write_text("")
+    (src / "sub" / "a.py").write_text("from klue.sub import b\n")
+    (src / "sub" / "b.py").write_text("def late():\n    from . import c\n")
+    (src / "sub" / "c.py").write_text("import klue.sub.a\n")
+    (src / "d.py").write_text("from klue.sub.a import thing\n")
+    assert file_cycles(src) == [["sub/a.py", "sub/b.py", "sub/c.py"]]
+    (src / "sub" / "b.py").write_text("def late():\n    return 1\n")
+    assert file_cycles(src) == []
 
 
 def task_mentions(path: Path) -> set[str]:

@@ -1,7 +1,7 @@
 """The results schema: one `results.json` per run (task x model x seed), validated on write and read, and
 the names of the files a run directory holds.
 
-Every producer (a fine-tuned encoder, a CPU baseline, and later prompted LMs) writes its predictions; the
+Every producer (a fine-tuned encoder, a CPU baseline, a prompted LM) writes its predictions; the
 judge (`klue.scoring.judge`) scores them and assembles the `Results`, so the schema lives on the judge's
 floor, below every producer and the report. The format is documented in docs/results-schema.md (keep the
 two in step).
@@ -34,6 +34,7 @@ import numpy as np
 from klue.errors import DataError
 from klue.io.atomic import write_bytes_atomic, write_json_atomic
 from klue.io.provenance import DataSource
+from klue.io.text import read_json_file
 from klue.metrics.report import METRIC_MODES, ConfusionMatrix, MetricReport
 from klue.metrics.statistics import ExampleStatistics, Formula
 
@@ -316,10 +317,7 @@ def write_results(path: Path, results: Results) -> None:
 
 
 def read_results(path: Path) -> Results:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read results: {error}", path) from None
+    obj = read_json_file(path, "results")
     if not isinstance(obj, dict):
         raise DataError("results file is not a JSON object", path)
     return Results.from_json(obj, str(path))

@@ -1,7 +1,7 @@
 """The one judge: a prediction file + gold records -> the official metrics, and a run's `Results`.
 
-`klue score` calls `score_files`; every producer (a fine-tuned encoder, a CPU baseline, later prompted
-LMs) writes its prediction file and calls `judge`, which scores that file through the same path
+`klue score` calls `score_files`; every producer (a fine-tuned encoder, a CPU baseline, a prompted LM)
+writes its prediction file and calls `judge`, which scores that file through the same path
 (`score_predictions`) and assembles the run's `Results`, provenance included: the one place it is filled.
 Nothing here imports torch or sklearn.
 """

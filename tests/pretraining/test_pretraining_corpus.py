@@ -13,7 +13,8 @@ import pytest
 
 from klue.errors import DataError
 from klue.pretraining.corpus import iter_corpus, read_corpus, read_corpus_text, reservoir_sample
-from klue.pretraining.pii import PiiDetector, pseudonymise_files
+from klue.pretraining.pii import PiiDetector
+from klue.pretraining.pii_parallel import pseudonymise_files
 from klue.pretraining.tokenizer import ALGORITHMS, TokenizerSpec, save_tokenizer, train_tokenizer
 
 LINES = ["그는 서울에서 학교를 다녔다.", "여자가 기타를 치면서 노래를 부르고 있습니다.", "오늘 날씨는 맑고 기온은 영상 12도입니다."]

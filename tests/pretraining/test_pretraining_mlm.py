@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,18 @@ def _settings(tokenizer_dir: Path, corpus: Path, out: Path, **kw: object) -> Mlm
                                    "log_every": 10, "seed": 3, "progress": False, "cpu": True}
     base.update(kw)
     return MlmSettings(**base)  # type: ignore[arg-type]
+
+
+class Stop(Exception):
+    """A run interrupted from its `on_step` hook, as a kill would."""
+
+
+def stop_at(step: int) -> Callable[[int], None]:
+    def hook(done: int) -> None:
+        if done == step:
+            raise Stop
+
+    return hook
 
 
 def test_whole_word_masking_masks_words_as_units(tokenizer_dir: Path) -> None:
@@ -88,17 +101,9 @@ def test_loss_falls_and_output_loads(tokenizer_dir: Path, corpus: Path, tmp_path
 def test_interrupted_run_resumes_exactly(tokenizer_dir: Path, corpus: Path, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     whole = pretrain(_settings(tokenizer_dir, corpus, tmp_path / "whole", max_steps=12, save_every=4))
-
-    class Stop(Exception):
-        pass
-
-    def stop_at_9(step: int) -> None:
-        if step == 9:
-            raise Stop
-
     cut = tmp_path / "cut"
     with pytest.raises(Stop):
-        pretrain(_settings(tokenizer_dir, corpus, cut, max_steps=12, save_every=4), on_step=stop_at_9)
+        pretrain(_settings(tokenizer_dir, corpus, cut, max_steps=12, save_every=4), on_step=stop_at(9))
     resumed = pretrain(_settings(tokenizer_dir, corpus, cut, max_steps=12, save_every=4))
     assert resumed.resumed_from == 8
     from safetensors.torch import load_file
@@ -118,3 +123,38 @@ def test_roberta_arch_from_tokenizer(tmp_path: Path, corpus: Path) -> None:
     config = AutoConfig.from_pretrained(str(out))
     assert config.model_type == "roberta" and config.type_vocab_size == 1
     assert config.max_position_embeddings == 34
+
+
+def test_a_time_budget_stop_saves_a_checkpoint_the_rerun_resumes_exactly(tokenizer_dir: Path, corpus: Path,
+                                                                         tmp_path: Path) -> None:
+    """Stopped by --max-minutes (here 0: before its first step, once resumed at step 4), a run saves where it
+    stands; the run after it ends with the weights and logged losses of an uninterrupted one."""
+    from safetensors.torch import load_file
+
+    from klue.training import checkpoint
+
+    torch.set_num_threads(1)
+    settings = {"max_steps": 8, "save_every": 4, "log_every": 3}
+    whole = pretrain(_settings(tokenizer_dir, corpus, tmp_path / "whole", **settings))
+    cut = tmp_path / "cut"
+    with pytest.raises(Stop):
+        pretrain(_settings(tokenizer_dir, corpus, cut, **settings), on_step=stop_at(6))
+    budget = pretrain(_settings(tokenizer_dir, corpus, cut, max_minutes=0.0, **settings))
+    assert budget.steps == 4 and budget.resumed_from == 4
+    assert json.loads((cut / "pretrain_summary.json").read_text())["finished"] is False
+    latest = checkpoint.latest_checkpoint(cut)
+    assert latest is not None and checkpoint.read_state(latest).step == 4
+    resumed = pretrain(_settings(tokenizer_dir, corpus, cut, **settings))
+    assert resumed.resumed_from == 4 and resumed.steps == 8 and not (cut / "checkpoints").exists()
+    assert resumed.losses == whole.losses  # step 3's loss, logged before the cut, and step 6's, logged over it
+    a, b = load_file(str(tmp_path / "whole" / "model.safetensors")), load_file(str(cut / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_checkpoint_of_the_old_layout_is_refused_not_ignored(tokenizer_dir: Path, corpus: Path,
+                                                               tmp_path: Path) -> None:
+    from klue.errors import DataError
+
+    (tmp_path / "m" / "checkpoints" / "last").mkdir(parents=True)
+    with pytest.raises(DataError, match="older klue"):
+        pretrain(_settings(tokenizer_dir, corpus, tmp_path / "m", max_steps=2))

@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from klue.pretraining.pii import (
-    PII_KINDS,
-    PiiDetector,
-    PiiSpan,
-    pseudonymise,
-    pseudonymise_files,
-    score_spans,
-)
+from klue.pretraining.pii import PII_KINDS, PiiDetector, PiiSpan, pseudonymise, score_spans
+from klue.pretraining.pii_parallel import pseudonymise_files
 
 HERE = Path(__file__).parent
 _MARK = re.compile(r"\[\[(\w+):(.*?)\]\]")

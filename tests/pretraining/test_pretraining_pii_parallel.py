@@ -18,11 +18,12 @@ import pytest
 
 from klue.errors import DataError
 from klue.pretraining.corpus import read_corpus_text
-from klue.pretraining.pii import PII_KINDS, PiiDetector, document_rng, pseudonymise, pseudonymise_files
+from klue.pretraining.pii import PII_KINDS, PiiDetector, document_rng, pseudonymise
 from klue.pretraining.pii_parallel import (
     ParallelSettings,
     ordered_results,
     pseudonymise_corpus,
+    pseudonymise_files,
     stream_lines,
 )
 

@@ -18,6 +18,7 @@ from klue.errors import DataError
 from klue.pretraining.mlm import MlmSettings, pack_blocks, pretrain
 from klue.pretraining.shards import INDEX_FILE, PrepareSettings, ShardedBlocks, prepare
 from klue.pretraining.tokenizer import TokenizerSpec, save_tokenizer, train_tokenizer
+from klue.training import checkpoint
 
 KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 WORDS = ["그는", "서울에서", "학교를", "다녔다", "그녀는", "부산에서", "회사를", "우리는", "매일", "아침", "공원을",
@@ -179,9 +180,10 @@ def test_mlm_killed_then_rerun_resumes_at_the_exact_block(tokenizer_dir: Path, c
             "--cpu"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen([*KLUE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    state = cut / "checkpoints" / "last" / "klue_mlm_state.json"
-    _kill_when(process, state.is_file)
-    resumed_at = json.loads(state.read_text())["step"]
+    _kill_when(process, (cut / checkpoint.CHECKPOINTS / checkpoint.LATEST).is_file)
+    latest = checkpoint.latest_checkpoint(cut)
+    assert latest is not None
+    resumed_at = checkpoint.read_state(latest).step
     assert 0 < resumed_at < steps
     rerun = pretrain(_mlm(tokenizer_dir, cut, data=shards, max_steps=steps, save_every=4, log_every=4))
     assert rerun.resumed_from is not None and rerun.resumed_from >= resumed_at and rerun.steps == steps

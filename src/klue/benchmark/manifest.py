@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError
 from klue.io.atomic import write_json_atomic
+from klue.io.text import read_json_file
 
 MANIFEST_FILE = "benchmark.json"
 MANIFEST_VERSION = "klue.benchmark/1"
@@ -72,11 +72,11 @@ def read_manifest(out: Path) -> Manifest | None:
     path = out / MANIFEST_FILE
     if not path.is_file():
         return None
+    obj = read_json_file(path, "the benchmark manifest")
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
         obj["invocations"] = [Invocation(**i) for i in obj.get("invocations", [])]
         manifest = Manifest(**obj)
-    except (OSError, json.JSONDecodeError, TypeError, AttributeError) as error:
+    except (TypeError, AttributeError) as error:
         raise DataError(f"cannot read the benchmark manifest: {error}", path) from None
     manifest.validate(str(path))
     return manifest

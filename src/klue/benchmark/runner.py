@@ -22,14 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from klue.benchmark.cells import (
     AUTO_PROTOCOL,
@@ -48,6 +40,7 @@ from klue.families import family_of
 from klue.io import provenance
 from klue.io.lock import exclusive
 from klue.io.output import OutputError, check_output_dir
+from klue.io.progress import ProgressBar
 from klue.results import RESULTS_FILE, read_results
 
 if TYPE_CHECKING:
@@ -200,9 +193,6 @@ def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSp
     invocation = manifest.invocations[-1]
     invocation.cells_total, invocation.cells_skipped = len(cells), len(summary.skipped)
     write_manifest(plan.out, manifest)
-    progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
-    bar = progress.add_task("benchmark", total=len(cells), completed=len(summary.skipped))
     if summary.skipped:
         console.print(f"[dim]{len(summary.skipped)} of {len(cells)} cells already done in {plan.out}[/dim]")
     if invocation.executor.get("name") == "ray" and todo:
@@ -214,20 +204,21 @@ def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSp
         summary.outcomes.append(outcome)
         invocation.cells_ok += outcome.status == "ok"
         invocation.cells_failed += outcome.status != "ok"
-        progress.console.print(_outcome_line(outcome))
-        progress.advance(bar)
+        console.print(_outcome_line(outcome))
+        progress.update(advance=1)
         write_manifest(plan.out, manifest)
         if outcome.cannot_write:  # every later cell would fail the same way: stop, as one clear error
             raise OutputError(f"{outcome.spec.label}: {outcome.error}", plan.out)
 
     status = "interrupted"
+    progress = ProgressBar("benchmark", len(cells), done=len(summary.skipped), console=console)
     try:
-        with progress:
-            executor.run(todo, cell_runner,
-                         lambda labels: progress.update(bar, description="running " + ", ".join(labels)), finished)
-            progress.update(bar, description="done")
+        executor.run(todo, cell_runner, lambda labels: progress.update(label="running " + ", ".join(labels)),
+                     finished)
+        progress.update(label="done")
         status = "finished"
     finally:
+        progress.close()
         invocation.status = manifest.status = status
         invocation.finished_at = provenance.utc_now()
         manifest.finished_at = invocation.finished_at if status == "finished" else None

@@ -76,11 +76,11 @@ def download_command(
     files you already have. Exit code 0 when every requested file is in place and verified, 2 otherwise.
     """
     from rich.markup import escape
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
     from rich.table import Table
 
     from klue.io import download as dl
     from klue.io.locate import data_root
+    from klue.io.progress import download_bars
 
     if version not in dl.VERSIONS:
         fail(f"--version {version!r} is not one of {', '.join(dl.VERSIONS)}")
@@ -90,10 +90,7 @@ def download_command(
     selected = _tasks(tasks)
     target = dest.expanduser() if dest is not None else data_root(data_dir).path
     policy = dl.RetryPolicy(attempts=attempts, timeout_s=timeout, deadline_s=deadline)
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-        console=stderr, transient=True, disable=not stderr.is_terminal,
-    )
+    progress = download_bars(stderr, terminal_only=True)
     try:
         with dl.sigterm_exits(), progress:  # SIGTERM, like Ctrl-C, removes the .part being written
             report = dl.download(

@@ -124,7 +124,8 @@ def pii_command(
     import secrets
 
     from klue.errors import DataError
-    from klue.pretraining.pii import PII_KINDS, PiiDetector, pseudonymise_files
+    from klue.pretraining.pii import PII_KINDS, PiiDetector
+    from klue.pretraining.pii_parallel import pseudonymise_files
 
     chosen = PII_KINDS if kinds == "all" else tuple(k.strip() for k in kinds.split(",") if k.strip())
     unknown = [k for k in chosen if k not in PII_KINDS]

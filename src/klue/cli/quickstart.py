@@ -31,14 +31,12 @@ def ensure_data(data_dir: str | None, extra_data_dir: str | None) -> Any:
                      + f" — {len(found)} tasks have data")
         return roots
     stderr.print(f"no KLUE data under {roots.klue}; trying `klue data download` ...")
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
     from klue import registry
     from klue.errors import DataError
     from klue.io import download
+    from klue.io.progress import download_bars
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                        console=stderr, transient=True)
+    progress = download_bars(stderr)
     try:
         with progress:
             report = download.download(registry.all_tasks(), roots.klue, progress=progress)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from klue.errors import ProblemLog
+from klue.errors import DataError, ProblemLog
 
 _SAMPLE_BYTES = 1 << 16  # how much of a file the encoding guess decodes
 _NUL_SHARE = 0.25  # this share of NUL bytes in a sample means UTF-16 (or binary), not UTF-8 text
@@ -133,6 +133,15 @@ def load_json(path: Path, log: ProblemLog) -> Any | None:
         what = "truncated JSON (the file ends early)" if truncated else f"invalid JSON: {error.msg}"
         log.error(f"line {error.lineno} column {error.colno}", what)
         return None
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """A JSON file klue wrote itself (results, a manifest, a model card, a checkpoint), parsed; DataError
+    "cannot read <what>: <why>" when it cannot be read or parsed (no line-level report, as for data files)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"cannot read {what}: {error}", path) from None
 
 
 def check_unique_guids(guids: Iterable[tuple[str, str]], log: ProblemLog) -> None:

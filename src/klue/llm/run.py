@@ -11,7 +11,6 @@ goes through the request cache, so an interrupted run asks the model only for wh
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 from klue.errors import DataError
 from klue.io.atomic import write_jsonl_atomic
+from klue.io.progress import ProgressBar
 from klue.llm.backends.base import Backend, Capabilities, GenerateRequest, LoglikRequest, schema_text
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
@@ -169,7 +169,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
 
     outputs: list[ExampleOutput] = []
     predictions: list[Any] = []
-    progress = _Progress(settings.progress, len(evaluated), f"{task.name} · {spec_text}")
+    progress = ProgressBar(f"{task.name} · {spec_text}", len(evaluated), enabled=settings.progress)
     eval_start = time.perf_counter()
     try:
         for start in range(0, len(evaluated), CHUNK):
@@ -181,7 +181,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
             for prediction, output in done:
                 predictions.append(prediction)
                 outputs.append(output)
-            progress.advance(len(chunk))
+            progress.update(advance=len(chunk))
     finally:
         progress.close()
         cached.close()
@@ -260,32 +260,3 @@ def _safe_parse(prompts: TaskPrompts, record: Any, text: str) -> Parsed:
 def _output_json(output: ExampleOutput) -> dict[str, Any]:
     return {"guid": output.guid, "shots": output.shots, "mode": output.mode, "prompt": output.prompt,
             "raw": output.raw, "prediction": output.prediction, "parsed": output.parsed, "note": output.note}
-
-
-class _Progress:
-    """A rich progress bar on stderr: examples done, rate, ETA."""
-
-    def __init__(self, enabled: bool, total: int, description: str) -> None:
-        self.bar = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True))
-        self.task = self.bar.add_task(description, total=total)
-        self.bar.start()
-
-    def advance(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task, n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def read_outputs(path: Path) -> list[dict[str, Any]]:
-    """The lines of an llm_outputs.jsonl (for re-parsing and audits)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

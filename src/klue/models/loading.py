@@ -21,6 +21,7 @@ from torch import nn
 
 from klue.errors import DataError
 from klue.io.atomic import follow_umask, write_dir_atomic
+from klue.io.text import read_json_file
 from klue.models.heads import HeadSpec
 
 MODEL_CARD = "klue_model.json"
@@ -107,10 +108,7 @@ def read_card(path: Path) -> ModelCard | None:
     card = path / MODEL_CARD
     if not card.is_file():
         return None
-    try:
-        obj = json.loads(card.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"cannot read the model card: {error}", card) from None
+    obj = read_json_file(card, "the model card")
     if not isinstance(obj, dict) or obj.get("format") != CARD_FORMAT:
         raise DataError(f"not a klue model card (format {CARD_FORMAT!r} expected)", card)
     try:

@@ -9,5 +9,6 @@
 - `klue.pretraining.packing`: tokenize texts and pack them into masked-LM blocks, streamed.
 - `klue.pretraining.shards`: `klue pretrain prepare`: token shards on disk (parallel, resumable, the same bytes
   whatever the worker count), read by memory map for `klue pretrain mlm --data`.
-- `klue.pretraining.pii_parallel`: the pseudonymiser over worker processes or Ray tasks, in order.
+- `klue.pretraining.pii_parallel`: pseudonymising files (`pseudonymise_files`), streamed over worker processes
+  or Ray tasks, in order.
 """

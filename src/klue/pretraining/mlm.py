@@ -5,10 +5,11 @@
 
 The output directory is a Hugging Face model directory (`AutoModel.from_pretrained(out)` loads the encoder,
 `AutoModelForMaskedLM` the whole model) with the tokenizer beside it, so `klue train --model out` fine-tunes
-it. While running, `out/checkpoints/last/` holds the resumable state (model, optimizer, scheduler, RNG in
-safetensors and JSON, never a pickle: klue.training.state_files, plus the step); running the same command
-again resumes from it. `out/train_log.jsonl`
-gets one line per logging step (loss, learning rate, tokens/s), `out/pretrain_summary.json` the final figures.
+it. The steps are the training loop fine-tuning uses (klue.training.loop): while running, `out/checkpoints/`
+holds the resumable state (model, optimizer, scheduler, RNG in safetensors and JSON, never a pickle:
+klue.training.checkpoint), and running the same command again resumes from it. `out/train_log.jsonl` gets
+one line per logging step (the mean loss per masked token since the last line, learning rate, tokens/s),
+`out/pretrain_summary.json` the final figures.
 
 Masking is dynamic: the positions are drawn when a batch is built, each block's from a generator seeded by
 (seed, step, its row in the batch), so every epoch masks differently, a resumed run masks exactly as an
@@ -28,13 +29,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from klue.errors import DataError
 from klue.pretraining.corpus import iter_corpus
 from klue.pretraining.morphemes import MorphemeSplitter
 from klue.pretraining.packing import Block, WholeWord, pack_blocks
 from klue.pretraining.tokenizer import SPEC_FILE as TOKENIZER_CARD
+
+if TYPE_CHECKING:
+    from klue.pretraining.shards import BlockRange
 
 Arch = Literal["bert", "roberta"]
 PRESETS: dict[str, dict[str, int]] = {
@@ -43,10 +47,9 @@ PRESETS: dict[str, dict[str, int]] = {
     "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
     "large": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096},
 }
-CHECKPOINT_DIR = "checkpoints"
+OLD_CHECKPOINT = Path("checkpoints") / "last"  # where klue before the shared loop kept its one checkpoint
 LOG_FILE = "train_log.jsonl"
 SUMMARY_FILE = "pretrain_summary.json"
-_STATE_FILE = "klue_mlm_state.json"
 
 
 @dataclass(frozen=True)
@@ -193,25 +196,48 @@ def _generator(seed: int, step: int, row: int = 0) -> Any:
     return generator
 
 
-def masked_lm_loss(model: Any, batch: dict[str, Any], accelerator: Any) -> tuple[Any, float, int]:
-    """(loss to back-propagate, the global batch's mean loss per masked token, the global batch's tokens).
-
-    The loss is summed over this process's masked tokens and divided by the masked tokens of the whole
-    global batch, times the process count (DDP averages gradients over processes): N processes then take
-    the gradient one process would take on the whole batch."""
+def masked_lm_loss_sum(model: Any, batch: dict[str, Any]) -> Any:
+    """The masked-LM loss summed over the batch's masked tokens (the training loop divides it by the masked
+    tokens of the whole global batch)."""
     import torch
 
     labels = batch["labels"]
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    loss_sum = torch.nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
-                                                 ignore_index=-100, reduction="sum")
-    counts = torch.stack([(labels != -100).sum(), batch["attention_mask"].sum()]).to(logits.device)
-    world = accelerator.num_processes
-    if world > 1:
-        counts = accelerator.reduce(counts, reduction="sum")
-    masked, tokens = max(int(counts[0]), 1), int(counts[1])
-    total = accelerator.reduce(loss_sum.detach(), reduction="sum") if world > 1 else loss_sum.detach()
-    return loss_sum * world / masked, float(total) / masked, tokens
+    return torch.nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
+                                             ignore_index=-100, reduction="sum")
+
+
+@dataclass
+class MaskedLmSteps:
+    """The training loop's objective (klue.training.loop): step `step`'s global batch of blocks, each of N
+    processes taking every N-th row, masked row by row; its loss items are the masked tokens of the whole
+    global batch, its throughput the tokens."""
+
+    model: Any
+    collator: MaskingCollator
+    blocks: BlockRange
+    batch_size: int
+    seed: int
+    accelerator: Any
+
+    def plan(self, step: int) -> Any:
+        import torch
+
+        from klue.training.loop import StepPlan
+
+        acc = self.accelerator
+        world = acc.num_processes
+        indices = batch_indices(len(self.blocks), self.batch_size, self.seed, step)
+        rows = range(acc.process_index, len(indices), world)
+        batch = self.collator([self.blocks[indices[r]] for r in rows], [_generator(self.seed, step, r) for r in rows])
+        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        counts = torch.stack([(batch["labels"] != -100).sum(), batch["attention_mask"].sum()])
+        if world > 1:
+            counts = acc.reduce(counts, reduction="sum")
+        return StepPlan([(batch, 1.0)], items=int(counts[0]), examples=int(counts[1]))
+
+    def loss_sum(self, micro_batch: dict[str, Any]) -> Any:
+        return masked_lm_loss_sum(self.model, micro_batch)
 
 
 def _training_blocks(settings: MlmSettings, tokenizer: Any) -> Any:
@@ -290,8 +316,9 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     from klue.io.atomic import write_json_atomic
     from klue.models.loading import load_tokenizer
     from klue.pretraining.shards import BlockRange, ShardedBlocks
-    from klue.training import state_files
+    from klue.training import checkpoint, state_files
     from klue.training.engine import mixed_precision_for, optimizer_groups
+    from klue.training.loop import LoopSettings, train_steps
 
     out = Path(settings.out)
     tokenizer = load_tokenizer(settings.tokenizer)
@@ -311,7 +338,7 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     model = AutoModelForMaskedLM.from_config(config)
     accelerator = Accelerator(cpu=settings.cpu,
                               mixed_precision=mixed_precision_for(settings.mixed_precision, settings.cpu))
-    world, rank = accelerator.num_processes, accelerator.process_index
+    world = accelerator.num_processes
     if settings.batch_size % world:
         raise DataError(f"--batch-size {settings.batch_size} (the global batch) does not split evenly over "
                         f"{world} processes")
@@ -324,91 +351,41 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
                                frozenset(tokenizer.all_special_ids), settings.mask_prob)
 
     out.mkdir(parents=True, exist_ok=True)
+    if settings.resume and (out / OLD_CHECKPOINT).is_dir():
+        raise DataError(f"{out / OLD_CHECKPOINT} is a checkpoint of an older klue, which this one does not "
+                        f"resume; delete {out / OLD_CHECKPOINT.parent} to start over", out)
     parts = state_files.TrainingParts(model, optimizer, scheduler, getattr(accelerator, "scaler", None))
-    checkpoint = out / CHECKPOINT_DIR / "last"
-    step = 0
-    resumed_from: int | None = None
-    fingerprint = settings.fingerprint()
-    if settings.resume and (checkpoint / _STATE_FILE).is_file():
-        state = json.loads((checkpoint / _STATE_FILE).read_text(encoding="utf-8"))
-        if state.get("fingerprint") != fingerprint:
-            raise DataError(f"{checkpoint}: the checkpoint was made with other settings; use another --out "
-                            "or --no-resume")
-        state_files.load(checkpoint, parts, accelerator.process_index, accelerator.device)
-        step = resumed_from = int(state["step"])
-        if accelerator.is_main_process:
-            _truncate_log(out / LOG_FILE, step)
-    elif (out / LOG_FILE).exists():
-        (out / LOG_FILE).unlink()
-
-    def save_checkpoint() -> None:
-        # Every process writes its part of the state into one shared directory, so this stays a fixed
-        # temporary name, not io.atomic's per-caller one.
-        tmp = checkpoint.with_name("last.tmp")
-        if accelerator.is_main_process:
-            shutil.rmtree(tmp, ignore_errors=True)
-        accelerator.wait_for_everyone()
-        state_files.save(tmp, parts, accelerator.process_index, accelerator.is_main_process)
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            write_json_atomic(tmp / _STATE_FILE, {"step": step, "fingerprint": fingerprint})
-            shutil.rmtree(checkpoint, ignore_errors=True)
-            tmp.rename(checkpoint)
-        accelerator.wait_for_everyone()
-
-    progress = _Progress(settings.progress and accelerator.is_main_process, settings.max_steps, step)
-    model.train()
-    losses: list[tuple[int, float]] = []
-    tokens_seen = 0
-    started = time.perf_counter()
-    window_tokens, window_start = 0, started
-    running = 0.0
-    while step < settings.max_steps:
-        if settings.max_minutes is not None and time.perf_counter() - started > 60 * settings.max_minutes:
-            break
-        # The global batch of this step; each process takes every world-th block of it.
-        indices = batch_indices(len(train_blocks), settings.batch_size, settings.seed, step)
-        rows = range(rank, len(indices), world)
-        batch = collator([train_blocks[indices[r]] for r in rows], [_generator(settings.seed, step, r) for r in rows])
-        batch = {k: v.to(accelerator.device) for k, v in batch.items()}
-        loss, step_loss, step_tokens = masked_lm_loss(model, batch, accelerator)
-        accelerator.backward(loss)
-        accelerator.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        step += 1
-        tokens_seen += step_tokens
-        window_tokens += step_tokens
-        running += step_loss
-        if step % settings.log_every == 0 or step == settings.max_steps:
-            span = settings.log_every if step % settings.log_every == 0 else step % settings.log_every
-            mean = running / span
-            running = 0.0
-            now = time.perf_counter()
-            speed = window_tokens / max(now - window_start, 1e-9)
-            window_tokens, window_start = 0, now
-            losses.append((step, mean))
-            if accelerator.is_main_process:
-                _append_log(out / LOG_FILE, {"step": step, "loss": mean, "lr": scheduler.get_last_lr()[0],
-                                             "tokens_per_s": speed, "elapsed_s": now - started})
-            progress.update(step, mean, speed)
+    state = checkpoint.resume_or_start(accelerator, out, checkpoint.fingerprint(settings.fingerprint()), parts,
+                                       settings.resume, start_over="another --out, or --no-resume")
+    resumed_from = state.step if state.resumed_from else None
+    if accelerator.is_main_process:
+        if resumed_from is not None:
+            _truncate_log(out / LOG_FILE, resumed_from)
         else:
-            progress.update(step)
-        if settings.save_every and step % settings.save_every == 0 and step < settings.max_steps:
-            save_checkpoint()
-        if on_step is not None:
-            on_step(step)
-    train_time = time.perf_counter() - started
-    progress.close()
+            (out / LOG_FILE).unlink(missing_ok=True)
+    started = time.perf_counter()
+
+    def log(point: Any) -> None:
+        if accelerator.is_main_process:
+            _append_log(out / LOG_FILE, {"step": point.step, "loss": point.loss, "lr": point.learning_rate,
+                                         "tokens_per_s": point.examples_per_s,
+                                         "elapsed_s": time.perf_counter() - started})
+
+    per_epoch = max(1, len(train_blocks) // settings.batch_size)
+    saves = range(settings.save_every, settings.max_steps, settings.save_every) if settings.save_every else ()
+    loop = LoopSettings(settings.max_steps, per_epoch, settings.log_every, 1.0, frozenset(saves),
+                        max_seconds=60 * settings.max_minutes if settings.max_minutes is not None else None,
+                        progress=settings.progress, label="mlm", unit="tok/s")
+    steps = MaskedLmSteps(model, collator, train_blocks, settings.batch_size, settings.seed, accelerator)
+    train_steps(accelerator, parts, steps, loop, state, out, on_log=log, on_step=on_step)
 
     eval_loss = evaluate_mlm(accelerator.unwrap_model(model), collator, eval_blocks, settings.batch_size,
                              settings.seed, accelerator.device) if eval_blocks else None
-    finished = step >= settings.max_steps
-    result = PretrainResult(out, step, resumed_from, losses[0][1] if losses else None,
-                            losses[-1][1] if losses else None, eval_loss, len(blocks),
-                            n_tokens, train_time,
-                            tokens_seen / train_time if train_time > 0 else 0.0, losses)
+    finished = state.step >= settings.max_steps
+    losses = [(p.step, p.loss) for p in state.learning_curve if p.loss is not None]
+    result = PretrainResult(out, state.step, resumed_from, losses[0][1] if losses else None,
+                            losses[-1][1] if losses else None, eval_loss, len(blocks), n_tokens, state.train_time_s,
+                            state.examples_seen / state.train_time_s if state.train_time_s > 0 else 0.0, losses)
     if accelerator.is_main_process:
         unwrapped = accelerator.unwrap_model(model)
         unwrapped.save_pretrained(str(out), safe_serialization=True)
@@ -422,21 +399,19 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
                                                          if k != "corpus"},
             "corpus": [str(p) for p in settings.corpus],
             "data": str(settings.data) if settings.data is not None else None, "arch": arch, "finished": finished,
-            "steps": step, "resumed_from": resumed_from, "n_blocks": len(blocks), "n_eval_blocks": n_eval,
+            "steps": state.step, "resumed_from": resumed_from, "n_blocks": len(blocks), "n_eval_blocks": n_eval,
             "first_loss": result.first_loss, "last_loss": result.last_loss, "eval_loss": eval_loss,
-            "train_time_s": train_time, "tokens_per_s": result.tokens_per_s,
+            "train_time_s": result.train_time_s, "tokens_per_s": result.tokens_per_s,
             "mixed_precision": accelerator.mixed_precision, "num_processes": world,
             "num_parameters": sum(p.numel() for p in unwrapped.parameters())})
     if finished:
-        shutil.rmtree(out / CHECKPOINT_DIR, ignore_errors=True)
-    else:
-        save_checkpoint()  # stopped by the time budget: resumable
+        checkpoint.remove_all(accelerator, out)  # else stopped by the time budget: the loop saved a checkpoint
     accelerator.wait_for_everyone()
     return result
 
 
-def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block], batch_size: int, seed: int,
-                 device: Any) -> float:
+def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block] | BlockRange, batch_size: int,
+                 seed: int, device: Any) -> float:
     """Mean masked-LM loss per masked token over `blocks`, with masks fixed by `seed` (comparable runs)."""
     import torch
 
@@ -452,25 +427,3 @@ def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block],
             count += n
     model.train()
     return total / count if count else math.nan
-
-
-class _Progress:
-    def __init__(self, enabled: bool, total: int, done: int) -> None:
-        self._bar = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn("mlm"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                                 TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("mlm", total=total, completed=done, info="")
-
-    def update(self, step: int, loss: float | None = None, speed: float | None = None) -> None:
-        if self._bar is not None:
-            info = f"loss {loss:.3f} {speed:.0f} tok/s" if loss is not None and speed is not None else None
-            self._bar.update(self._task, completed=step, **({"info": info} if info else {}))
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()

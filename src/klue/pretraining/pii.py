@@ -19,8 +19,9 @@ maps to the same replacement. Pseudonyms are drawn from a random generator seede
 run's seed, in order of appearance, never from the original's value: a pseudonym reveals nothing about
 the original, and an unseeded run uses a fresh random seed.
 
-Nothing here writes or logs an original: reports hold counts by kind only. Files are streamed, and can be
-spread over processes or a Ray cluster with the same output bytes (pii_parallel.py).
+Nothing here writes or logs an original. Files are pseudonymised by pii_parallel.py (`pseudonymise_files`):
+streamed, spread over processes or a Ray cluster with the same output bytes; its reports hold counts by
+kind only.
 """
 
 from __future__ import annotations
@@ -187,12 +188,11 @@ class PiiDetector:
 
     @staticmethod
     def _urls(text: str, taken: Sequence[PiiSpan]) -> list[tuple[int, int]]:
-        spans = []
-        for match in _URL.finditer(text):
+        def personal(match: re.Match[str]) -> tuple[int, int] | None:
             url = _trim_url(match.group())
-            if _url_has_personal_id(url) and _free(match.start(), match.start() + len(url), taken):
-                spans.append((match.start(), match.start() + len(url)))
-        return spans
+            return (match.start(), match.start() + len(url)) if _url_has_personal_id(url) else None
+
+        return _rule_spans(text, (_URL,), taken, personal)
 
     @staticmethod
     def _rrns(text: str, taken: Sequence[PiiSpan]) -> list[tuple[int, int]]:
@@ -210,38 +210,32 @@ class PiiDetector:
 
     @staticmethod
     def _phones(text: str, taken: Sequence[PiiSpan]) -> list[tuple[int, int]]:
-        spans = []
-        for match in _PHONE.finditer(text):
+        def phone(match: re.Match[str]) -> tuple[int, int] | None:
             digits = re.sub(r"\D", "", match.group())
             separated = bool(re.search(r"[-. )]", match.group()))
-            if (separated or digits.startswith("01")) and _free(*match.span(), taken):
-                spans.append(match.span())
-        return spans
+            return match.span() if separated or digits.startswith("01") else None
+
+        return _rule_spans(text, (_PHONE,), taken, phone)
 
     @staticmethod
     def _accounts(text: str, taken: Sequence[PiiSpan]) -> list[tuple[int, int]]:
-        spans = []
-        for pattern in (_HYPHEN_DIGITS, _LONG_DIGITS):
-            for match in pattern.finditer(text):
-                digits = re.sub(r"\D", "", match.group())
-                context = text[max(0, match.start() - 20):match.start()]
-                if 10 <= len(digits) <= 14 and _ACCOUNT_CONTEXT.search(context) and not _CARD_CONTEXT.search(
-                        context[-8:]) and _free(*match.span(), taken) and _free(*match.span(), [
-                        PiiSpan(s, e, "account") for s, e in spans]):
-                    spans.append(match.span())
-        return spans
+        def account(match: re.Match[str]) -> tuple[int, int] | None:
+            digits = re.sub(r"\D", "", match.group())
+            context = text[max(0, match.start() - 20):match.start()]
+            near_bank = _ACCOUNT_CONTEXT.search(context) and not _CARD_CONTEXT.search(context[-8:])
+            return match.span() if 10 <= len(digits) <= 14 and near_bank else None
+
+        return _rule_spans(text, (_HYPHEN_DIGITS, _LONG_DIGITS), taken, account)
 
     @staticmethod
     def _addresses(text: str, taken: Sequence[PiiSpan]) -> list[tuple[int, int]]:
-        spans = []
-        for pattern in (_ADDRESS, _LOT_ONLY):
-            for match in pattern.finditer(text):
-                start, end = match.start(), match.end()
-                while end > start and text[end - 1] in " ,":
-                    end -= 1
-                if _free(start, end, taken) and _free(start, end, [PiiSpan(s, e, "address") for s, e in spans]):
-                    spans.append((start, end))
-        return spans
+        def trimmed(match: re.Match[str]) -> tuple[int, int]:
+            start, end = match.span()
+            while end > start and text[end - 1] in " ,":
+                end -= 1
+            return start, end
+
+        return _rule_spans(text, (_ADDRESS, _LOT_ONLY), taken, trimmed)
 
     def _names(self, text: str, taken: Sequence[PiiSpan]) -> list[tuple[int, int]]:
         if self.name_finder is not None:
@@ -256,15 +250,13 @@ class PiiDetector:
             following = _following_word(text, tokens, index)
             if _looks_like_name(form, following):
                 spans.append((start, end))
-        spans.extend(span for span in _split_names(text, tokens)
-                     if _free(*span, taken) and all(e <= span[0] or s >= span[1] for s, e in spans))
+        spans.extend(span for span in _split_names(text, tokens) if _fresh(*span, taken, spans))
         # Kiwi sometimes cuts an unfamiliar name ("조현|우 기자"): a surname-initial 3-syllable word
         # right before a title is a name however it was analysed.
         for match in re.finditer(r"(?<![가-힣])([가-힣]{3})(?=\s?([가-힣]+))", text):
             start, end = match.span(1)
-            if _free(start, end, taken) and all(e <= start or s >= end for s, e in spans) \
-                    and match.group(1)[0] in SURNAMES_SINGLE and _starts_with_title(match.group(2)) \
-                    and match.group(1) not in _NON_PERSON_NNP:
+            if _fresh(start, end, taken, spans) and match.group(1)[0] in SURNAMES_SINGLE \
+                    and _starts_with_title(match.group(2)) and match.group(1) not in _NON_PERSON_NNP:
                 spans.append((start, end))
         return spans
 
@@ -339,6 +331,24 @@ def _looks_like_name(form: str, following: str) -> bool:
 
 def _free(start: int, end: int, taken: Sequence[PiiSpan]) -> bool:
     return all(end <= span.start or start >= span.end for span in taken)
+
+
+def _fresh(start: int, end: int, taken: Sequence[PiiSpan], found: Sequence[tuple[int, int]]) -> bool:
+    """Free of the earlier finders' spans (`taken`) and of those this finder has `found` so far."""
+    return _free(start, end, taken) and all(end <= s or start >= e for s, e in found)
+
+
+def _rule_spans(text: str, patterns: Sequence[re.Pattern[str]], taken: Sequence[PiiSpan],
+                rule: Callable[[re.Match[str]], tuple[int, int] | None]) -> list[tuple[int, int]]:
+    """The spans `rule` makes of the patterns' matches (None: not this kind), pattern by pattern, each kept
+    when free of the earlier finders' spans and of the ones kept before it."""
+    spans: list[tuple[int, int]] = []
+    for pattern in patterns:
+        for match in pattern.finditer(text):
+            span = rule(match)
+            if span is not None and _fresh(*span, taken, spans):
+                spans.append(span)
+    return spans
 
 
 def _non_overlapping(spans: Sequence[PiiSpan]) -> list[PiiSpan]:
@@ -555,32 +565,3 @@ def score_spans(gold: Sequence[Sequence[PiiSpan]], pred: Sequence[Sequence[PiiSp
         fp += len(p - g)
         fn += len(g - p)
     return SpanScores(tp, fp, fn)
-
-
-# ---------------------------------------------------------------- files
-REPORT_FILE = "pii_report.json"
-
-
-@dataclass(frozen=True)
-class FileReport:
-    path: str
-    output: str
-    documents: int
-    documents_changed: int
-    counts: dict[str, int]
-
-
-def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDetector, seed: int,
-                       text_field: str = "text", workers: int | None = None, executor: str = "local",
-                       ray_address: str | None = None, progress: bool = False) -> dict[str, object]:
-    """Pseudonymise each input file into `output_dir/<same name>`; write and return the count report.
-
-    The report holds counts by kind, per file and in total; never an original or a pseudonym. The inputs
-    are streamed and spread over `workers` processes (`executor="local"`; None: this process only, 0:
-    every core) or Ray tasks (`executor="ray"`, on `ray_address` or a local Ray; None or 0: every CPU of
-    the Ray); the output is the same bytes whatever the workers (pii_parallel.py says why). `progress`
-    shows a bar with the ETA on stderr."""
-    from klue.pretraining.pii_parallel import ParallelSettings, pseudonymise_corpus
-
-    settings = ParallelSettings(workers=workers, executor=executor, ray_address=ray_address)  # type: ignore[arg-type]
-    return pseudonymise_corpus(inputs, output_dir, detector, seed, text_field, settings, progress=progress)

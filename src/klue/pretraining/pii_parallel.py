@@ -36,14 +36,8 @@ from typing import IO, Any, Generic, Literal, TypeVar
 
 from klue.errors import DataError, ProblemLog
 from klue.io.processes import die_with_parent, import_ray
-from klue.pretraining.pii import (
-    PII_KINDS,
-    REPORT_FILE,
-    FileReport,
-    PiiDetector,
-    document_rng,
-    pseudonymise,
-)
+from klue.io.progress import ProgressBar
+from klue.pretraining.pii import PII_KINDS, PiiDetector, document_rng, pseudonymise
 
 Executor = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
@@ -51,8 +45,19 @@ EXECUTORS: tuple[str, ...] = ("local", "ray")
 # (line, byte offset, likely encoding) when it is at most this big; a larger one gets a shorter message.
 _WHOLE_FILE_MESSAGE_LIMIT = 256 * 1024 * 1024
 
+REPORT_FILE = "pii_report.json"
+
 C = TypeVar("C")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class FileReport:
+    path: str
+    output: str
+    documents: int
+    documents_changed: int
+    counts: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -367,41 +372,6 @@ class _Peekable(Generic[R]):
         return head
 
 
-class _Bar:
-    """A rich progress bar on stderr: bytes read of the inputs' total, documents per second and the ETA."""
-
-    def __init__(self, enabled: bool, total: int, workers: int, executor: str) -> None:
-        self._bar: Any = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            console = Console(stderr=True)  # no bar where stderr is a file: a log keeps only the messages
-            self._bar = Progress(TextColumn(f"pii ({workers} {executor} worker{'s' if workers != 1 else ''})"),
-                                 BarColumn(), DownloadColumn(), TextColumn("{task.fields[info]}"),
-                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                 console=console, transient=True, disable=not console.is_terminal)
-            self._bar.start()
-            self._task = self._bar.add_task("pii", total=total or None, info="")
-
-    def update(self, tick: ProgressTick) -> None:
-        if self._bar is not None:
-            rate = tick.documents / tick.seconds if tick.seconds > 0 else 0.0
-            self._bar.update(self._task, completed=tick.bytes_done,
-                             info=f"{tick.documents:,} documents, {rate:,.0f}/s")
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
 @dataclass
 class _FileTally:
     documents: int = 0
@@ -441,7 +411,10 @@ def pseudonymise_corpus(inputs: Sequence[str | Path], output_dir: str | Path, de
     created_out = not out.exists()
     try:
         with _executor(detector, seed, text_field, settings) as plan:
-            bar = _Bar(progress, total_bytes, plan.workers, settings.executor)
+            workers = f"{plan.workers} {settings.executor} worker{'s' if plan.workers != 1 else ''}"
+            # No bar where stderr is a file: a log keeps only the messages.
+            bar = ProgressBar(f"pii ({workers})", total_bytes or None, enabled=progress, in_bytes=True,
+                              transient=True, terminal_only=True)
             try:
                 chunks = corpus_chunks(paths, text_field, settings.chunk_size or default_chunk_size(detector), logs)
                 results = _Peekable(ordered_results(chunks, plan.submit, plan.max_in_flight))
@@ -461,7 +434,8 @@ def pseudonymise_corpus(inputs: Sequence[str | Path], output_dir: str | Path, de
                             done_cpu += head.cpu_seconds
                             tick = ProgressTick(done_documents, done_bytes, total_bytes, time.perf_counter() - started,
                                                 done_cpu)
-                            bar.update(tick)
+                            rate = tick.documents / tick.seconds if tick.seconds > 0 else 0.0
+                            bar.update(tick.bytes_done, info=f"{tick.documents:,} documents, {rate:,.0f}/s")
                             if on_progress is not None:
                                 on_progress(tick)
                         # The reader has passed the end of this file: its problems (bad JSONL lines) are all known.
@@ -490,3 +464,17 @@ def pseudonymise_corpus(inputs: Sequence[str | Path], output_dir: str | Path, de
     }
     write_json_atomic(out / REPORT_FILE, report)
     return report
+
+
+def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDetector, seed: int,
+                       text_field: str = "text", workers: int | None = None, executor: str = "local",
+                       ray_address: str | None = None, progress: bool = False) -> dict[str, object]:
+    """Pseudonymise each input file into `output_dir/<same name>`; write and return the count report.
+
+    The report holds counts by kind, per file and in total; never an original or a pseudonym. The inputs
+    are streamed and spread over `workers` processes (`executor="local"`; None: this process only, 0:
+    every core) or Ray tasks (`executor="ray"`, on `ray_address` or a local Ray; None or 0: every CPU of
+    the Ray); the output is the same bytes whatever the workers (the module doc says why). `progress`
+    shows a bar with the ETA on stderr."""
+    settings = ParallelSettings(workers=workers, executor=executor, ray_address=ray_address)  # type: ignore[arg-type]
+    return pseudonymise_corpus(inputs, output_dir, detector, seed, text_field, settings, progress=progress)

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from klue.errors import DataError
+from klue.io.progress import ProgressBar
 from klue.pretraining.corpus import CorpusSource, corpus_fingerprint, iter_corpus
 from klue.pretraining.packing import WHOLE_WORD, Block, WholeWord, iter_blocks
 
@@ -282,13 +283,16 @@ def _write_shards(settings: PrepareSettings, tokenizer: Any, manifest: dict[str,
     out = Path(settings.out)
     infos: dict[int, ShardInfo] = {}
     written = 0
-    progress = _Progress(settings.progress)
+    progress = ProgressBar("prepare", enabled=settings.progress, transient=True)  # the corpus length is not known
+    started, texts, tokens = time.perf_counter(), 0, 0
 
     def done(index: int, info: ShardInfo, new: bool) -> None:
-        nonlocal written
+        nonlocal written, texts, tokens
         infos[index] = info
         written += new
-        progress.update(info)
+        texts, tokens = texts + info.texts, tokens + info.tokens
+        rate = tokens / max(time.perf_counter() - started, 1e-9)
+        progress.update(info=f"{len(infos)} shards, {texts:,} texts, {tokens:,} tokens ({rate:,.0f} tokens/s)")
         if on_shard is not None and new:
             on_shard(info)
 
@@ -350,36 +354,6 @@ def _run_pool(workers: int, jobs: Iterator[ShardJob | tuple[int, ShardInfo]],
             for future in pending:
                 future.cancel()
             raise
-
-
-class _Progress:
-    """Shards, texts and tokens done, with the token rate (the corpus length is not known ahead)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self._bar = None
-        self._texts = self._tokens = self._shards = 0
-        self._started = time.perf_counter()
-        if enabled:
-            from rich.console import Console
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(SpinnerColumn(), TextColumn("prepare {task.fields[info]}"), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("prepare", total=None, info="")
-
-    def update(self, info: ShardInfo) -> None:
-        self._shards += 1
-        self._texts += info.texts
-        self._tokens += info.tokens
-        if self._bar is not None:
-            rate = self._tokens / max(time.perf_counter() - self._started, 1e-9)
-            self._bar.update(self._task, info=f"{self._shards} shards, {self._texts:,} texts, "
-                                              f"{self._tokens:,} tokens ({rate:,.0f} tokens/s)")
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 # ------------------------------------------------------------------------------------ reading

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from klue.errors import DataError
 from klue.metrics.resampling import LEVEL, Estimate, Side, Units, bootstrap, interval
 from klue.reporting.aggregate import Aggregate, Entry, Row
 from klue.results import STATISTICS_FILE, RunStatistics, read_statistics
@@ -187,9 +186,3 @@ def interval_text(estimate: Estimate | None, digits: int = 2) -> str:
     if estimate is None or not (math.isfinite(estimate.low) and math.isfinite(estimate.high)):
         return ""
     return f"[{estimate.low:.{digits}f}, {estimate.high:.{digits}f}]"
-
-
-def check_resamples(n: int) -> int:
-    if n < 0:
-        raise DataError(f"the number of resamples must be 0 (no intervals) or more, not {n}")
-    return n

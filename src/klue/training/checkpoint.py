@@ -36,7 +36,7 @@ class TrainState:
     best_step: int | None = None
     learning_curve: list[CurvePoint] = field(default_factory=list)
     train_time_s: float = 0.0  # time in training steps (evaluation excluded), over all sessions
-    examples_seen: int = 0
+    examples_seen: int = 0  # what the throughput counts: examples (fine-tuning) or tokens (masked-LM)
     fingerprint: str = ""  # what the run is (model, data, hyper-parameters, seed): resume only the same run
     resumed_from: list[int] = field(default_factory=list)  # steps at which earlier sessions stopped
     pending_loss_sum: float = 0.0  # summed loss (all processes) since the last logged point
@@ -87,13 +87,30 @@ def save(accelerator: Any, out_dir: Path, state: TrainState, parts: state_files.
     return path
 
 
-def load(accelerator: Any, path: Path, expected_fingerprint: str, parts: state_files.TrainingParts) -> TrainState:
+def load(accelerator: Any, path: Path, expected_fingerprint: str, parts: state_files.TrainingParts,
+         start_over: str = "another --output directory, or resume=false") -> TrainState:
+    """The state of the checkpoint at `path`, with `parts` restored; `start_over` says how to avoid a
+    checkpoint of another run (the command's options)."""
     state = read_state(path)
     if state.fingerprint != expected_fingerprint:
         raise DataError(f"{path} is a checkpoint of a different run (model, data, recipe or seed differ); use "
-                        "another --output directory, or resume=false to start this one over", path)
+                        f"{start_over} to start this one over", path)
     state_files.load(path, parts, accelerator.process_index, accelerator.device)
     return state
+
+
+def resume_or_start(accelerator: Any, out_dir: Path, run_fingerprint: str, parts: state_files.TrainingParts,
+                    resume: bool, start_over: str = "another --output directory, or resume=false") -> TrainState:
+    """The state to train from: the latest checkpoint's (its steps added to `resumed_from`), or a new one;
+    without `resume`, any checkpoint is removed."""
+    latest = latest_checkpoint(out_dir)
+    if latest is not None and resume:
+        state = load(accelerator, latest, run_fingerprint, parts, start_over)
+        state.resumed_from.append(state.step)
+        return state
+    if latest is not None:
+        remove_all(accelerator, out_dir)
+    return TrainState(fingerprint=run_fingerprint)
 
 
 def remove_all(accelerator: Any, out_dir: Path) -> None:

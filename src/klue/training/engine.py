@@ -1,22 +1,21 @@
-"""The training loop, on `accelerate`: the same code on CPU, one GPU or several (DDP), fp32/bf16/fp16.
+"""Fine-tuning one task adapter's head model on `accelerate`: the same code on CPU, one GPU or several (DDP),
+fp32/bf16/fp16.
 
-- AdamW (no decay on biases and norm weights), linear warm-up then linear decay, gradient accumulation,
-  clipping. One optimizer step consumes one global batch (`batch_size` features over all processes).
-- The loss is a global mean: heads return summed losses and each step divides by the number of loss
-  items in the whole global batch (known on every process without communication, see sampling.py), so
-  1 process, N processes and accumulation optimise the same objective.
+- AdamW (no decay on biases and norm weights), linear warm-up then linear decay; the steps themselves
+  (gradient accumulation, clipping, mixed precision, the global-mean loss, logging, checkpoints) are the
+  shared training loop's (loop.py). One optimizer step consumes one global batch (`batch_size` features
+  over all processes); the loss is a global mean over the loss items of the global batch, known on every
+  process without communication (sampling.py).
 - Evaluation `evals_per_epoch` times per epoch (or every `eval_steps`) and at the end; the best model by
   the selection metric (higher or lower is better, as its spec says) goes to `<out>/best`; resumable
   checkpoints at each evaluation.
-- The loss is read back from the device only every `logging_steps` steps (no per-step host sync).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,10 @@ from klue.models.features import Feature, FeaturizeContext
 from klue.models.loading import ModelCard, save_finetuned
 from klue.results import CurvePoint
 from klue.training import checkpoint, state_files, tracking
+from klue.training.loop import LoopSettings, StepHook, StepPlan, train_steps
 from klue.training.recipes import Hyperparameters
 from klue.training.sampling import epoch_batches, eval_batches, split_global_batch
 
-StepHook = Callable[[int], None]  # called with the optimizer step number after each step (tests: crash)
 BEST_DIR = "best"
 
 
@@ -105,47 +104,34 @@ def eval_points(steps_per_epoch: int, total_steps: int, hp: Hyperparameters) -> 
     return points
 
 
-class Progress:
-    """A rich progress bar on stderr (main process only): steps, loss, examples/s, ETA."""
+@dataclass
+class _FineTuning:
+    """The training loop's objective (loop.py) for one task adapter: each epoch's seeded global batches
+    (sampling.py), split over processes and accumulation steps; a feature counts its loss items."""
 
-    def __init__(self, enabled: bool, total: int, done: int) -> None:
-        self.bar = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as RichProgress
+    engine: Engine
+    train: Sequence[Feature]
+    seed: int
+    lengths: list[int] | None  # given: length-grouped batches
+    epoch: tuple[int, list[Any]] | None = None  # (epoch, its global batches), computed once per epoch
 
-        self.bar = RichProgress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[speed]} ex/s"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=False)
-        self.task = self.bar.add_task("train", total=total, completed=done, loss="-", speed="-")
-        self.bar.start()
+    def plan(self, step: int) -> StepPlan:
+        hp, acc = self.engine.hp, self.engine.accelerator
+        epoch, position = divmod(step, math.ceil(len(self.train) / hp.batch_size))
+        if self.epoch is None or self.epoch[0] != epoch:
+            self.epoch = (epoch, epoch_batches(len(self.train), hp.batch_size, self.seed, epoch, self.lengths))
+        global_batch = self.epoch[1][position]
+        micro_batches = split_global_batch(global_batch, acc.num_processes, hp.gradient_accumulation_steps,
+                                           acc.process_index)
+        return StepPlan([(micro.indices, micro.weight) for micro in micro_batches],
+                        sum(self.train[i].n_items for i in global_batch), len(global_batch))
 
-    def update(self, step: int, loss: float | None = None, speed: float | None = None,
-               description: str | None = None) -> None:
-        if self.bar is None:
-            return
-        fields: dict[str, Any] = {"completed": step}
-        if loss is not None:
-            fields["loss"] = f"{loss:.4f}"
-        if speed is not None:
-            fields["speed"] = f"{speed:,.0f}"
-        if description is not None:
-            fields["description"] = description
-        self.bar.update(self.task, **fields)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+    def loss_sum(self, micro_batch: tuple[int, ...]) -> torch.Tensor:
+        engine = self.engine
+        chunk = [self.train[i] for i in micro_batch]
+        batch = engine._to_device(engine.adapter.collate(chunk, engine.ctx, True, engine.hp.pad_to_multiple_of))
+        loss_sum: torch.Tensor = engine.model(**batch).loss_sum
+        return loss_sum
 
 
 class Engine:
@@ -218,93 +204,33 @@ class Engine:
         # The scheduler is not `prepare`d: accelerate would step it once per process per step.
         self.model, optimizer = acc.prepare(self.model, optimizer)
         parts = state_files.TrainingParts(self.model, optimizer, scheduler, getattr(acc, "scaler", None))
+        state = checkpoint.resume_or_start(acc, out_dir, run_fingerprint, parts, hp.resume)
 
-        state = checkpoint.TrainState(fingerprint=run_fingerprint)
-        latest = checkpoint.latest_checkpoint(out_dir)
-        if latest is not None and hp.resume:
-            state = checkpoint.load(acc, latest, run_fingerprint, parts)
-            state.resumed_from.append(state.step)
-        elif latest is not None:
-            checkpoint.remove_all(acc, out_dir)
-
-        lengths = [len(f) for f in train] if hp.group_by_length else None
-        n_proc, rank, accum = acc.num_processes, acc.process_index, hp.gradient_accumulation_steps
-        progress = Progress(hp.progress and acc.is_main_process, total_steps, state.step)
         tracked = bool(acc.log_with)
         if tracked:
             name = tracking.run_name(out_dir)
             acc.init_trackers(tracking.PROJECT, config=tracking.tracker_config(hp.to_json()),
                               init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}})
-        # Loss since the last logged point: a device tensor, read back only when logging or checkpointing.
-        running_loss = torch.full((), state.pending_loss_sum if acc.is_main_process else 0.0, device=acc.device)
-        running_items = state.pending_items
-        epoch_cache: tuple[int, list[Any]] | None = None
-        window_start, window_examples = time.perf_counter(), 0
-        self.model.train()
+
+        def log(point: CurvePoint) -> None:
+            if tracked:
+                acc.log({"train/loss": point.loss, "train/learning_rate": point.learning_rate,
+                         "train/examples_per_s": point.examples_per_s, "train/epoch": point.epoch}, step=point.step)
+
+        def evaluate(state: checkpoint.TrainState) -> None:
+            self._evaluate_and_keep(state, selection_records, selection, mode, selection_metric, steps_per_epoch,
+                                    out_dir, card)
+            if tracked and state.learning_curve[-1].selection:
+                acc.log({f"selection/{k}": v for k, v in state.learning_curve[-1].selection.items()},
+                        step=state.step)
+
+        settings = LoopSettings(total_steps, steps_per_epoch, hp.logging_steps, hp.max_grad_norm or 0.0,
+                                frozenset(points), hp.save_checkpoints, progress=hp.progress)
+        objective = _FineTuning(self, train, seed, [len(f) for f in train] if hp.group_by_length else None)
         try:
-            while state.step < total_steps:
-                epoch, position = divmod(state.step, steps_per_epoch)
-                if epoch_cache is None or epoch_cache[0] != epoch:
-                    epoch_cache = (epoch, epoch_batches(len(train), hp.batch_size, seed, epoch, lengths))
-                global_batch = epoch_cache[1][position]
-                step_start = time.perf_counter()
-                items = sum(train[i].n_items for i in global_batch)
-                micro_batches = split_global_batch(global_batch, n_proc, accum, rank)
-                for k, micro in enumerate(micro_batches):
-                    chunk = [train[i] for i in micro.indices]
-                    batch = self._to_device(self.adapter.collate(chunk, self.ctx, True, hp.pad_to_multiple_of))
-                    sync = k == len(micro_batches) - 1
-                    with nullcontext() if sync else acc.no_sync(self.model):
-                        with acc.autocast():
-                            output = self.model(**batch)
-                        # DDP averages gradients over processes: scale by n_proc to get the global mean.
-                        loss = output.loss_sum * (micro.weight * n_proc / max(items, 1))
-                        acc.backward(loss)
-                    running_loss += output.loss_sum.detach() * micro.weight
-                if hp.max_grad_norm:
-                    acc.clip_grad_norm_(self.model.parameters(), hp.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                state.step += 1
-                running_items += items
-                state.examples_seen += len(global_batch)
-                window_examples += len(global_batch)
-                state.train_time_s += time.perf_counter() - step_start
-
-                if state.step % hp.logging_steps == 0 or state.step == total_steps:
-                    loss_value = float(acc.reduce(running_loss, reduction="sum").item()) / max(running_items, 1)
-                    speed = window_examples / max(time.perf_counter() - window_start, 1e-9)
-                    state.learning_curve.append(CurvePoint(state.step, state.step / steps_per_epoch, loss_value,
-                                                           scheduler.get_last_lr()[0], speed))
-                    progress.update(state.step, loss_value, speed)
-                    if tracked:
-                        acc.log({"train/loss": loss_value, "train/learning_rate": scheduler.get_last_lr()[0],
-                                 "train/examples_per_s": speed, "train/epoch": state.step / steps_per_epoch},
-                                step=state.step)
-                    running_loss.zero_()
-                    running_items = 0
-                    window_start, window_examples = time.perf_counter(), 0
-                else:
-                    progress.update(state.step)
-
-                if state.step in points:
-                    progress.update(state.step, description="eval")
-                    self._evaluate_and_keep(state, selection_records, selection, mode, selection_metric,
-                                            steps_per_epoch, out_dir, card)
-                    if tracked and state.learning_curve[-1].selection:
-                        acc.log({f"selection/{k}": v for k, v in state.learning_curve[-1].selection.items()},
-                                step=state.step)
-                    if hp.save_checkpoints and state.step < total_steps:
-                        state.pending_loss_sum = float(acc.reduce(running_loss.clone(), reduction="sum").item())
-                        state.pending_items = running_items
-                        checkpoint.save(acc, out_dir, state, parts)
-                    progress.update(state.step, description="train")
-                    window_start, window_examples = time.perf_counter(), 0
-                if on_step is not None:
-                    on_step(state.step)
+            train_steps(acc, parts, objective, settings, state, out_dir, on_log=log, on_point=evaluate,
+                        on_step=on_step)
         finally:
-            progress.close()
             if tracked:
                 acc.end_training()
         return FitResult(state, total_steps, steps_per_epoch, selection_metric.name)

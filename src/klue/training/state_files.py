@@ -13,7 +13,6 @@ Files in a state directory:
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import torch
 
 from klue.errors import DataError
 from klue.io.atomic import follow_umask, write_json_atomic
+from klue.io.text import read_json_file
 
 MODEL_FILE = "model.safetensors"
 OPTIMIZER_TENSORS = "optimizer.safetensors"
@@ -140,13 +140,6 @@ def save(path: Path, parts: TrainingParts, rank: int, is_main: bool) -> None:
     write_json_atomic(path / value_file, rng_values)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise DataError(f"{path}: unreadable checkpoint file ({error})", path) from error
-
-
 def load(path: Path, parts: TrainingParts, rank: int, device: torch.device) -> None:
     """Restore `parts` and this process's RNG state from `path`; only safetensors and JSON are read."""
     from safetensors.torch import load_file
@@ -158,11 +151,11 @@ def load(path: Path, parts: TrainingParts, rank: int, device: torch.device) -> N
                         "older versions were pickles, which klue no longer loads because loading one can run "
                         f"code. Delete {path.parent} to start the run over", path)
     _unwrapped(parts.model).load_state_dict(load_file(str(path / MODEL_FILE), device=str(device)), strict=True)
-    values = _read_json(path / OPTIMIZER_VALUES)
+    values = read_json_file(path / OPTIMIZER_VALUES, "a checkpoint file")
     parts.optimizer.load_state_dict(optimizer_join(load_file(str(path / OPTIMIZER_TENSORS)), values))
-    scheduler = _read_json(path / SCHEDULER_FILE)
+    scheduler = read_json_file(path / SCHEDULER_FILE, "a checkpoint file")
     if parts.scheduler is not None and scheduler is not None:
         parts.scheduler.load_state_dict(scheduler)
     if parts.scaler is not None and (path / SCALER_FILE).is_file():
-        parts.scaler.load_state_dict(_read_json(path / SCALER_FILE))
-    rng_restore(load_file(str(path / tensor_file)), _read_json(path / value_file))
+        parts.scaler.load_state_dict(read_json_file(path / SCALER_FILE, "a checkpoint file"))
+    rng_restore(load_file(str(path / tensor_file)), read_json_file(path / value_file, "a checkpoint file"))

@@ -161,7 +161,8 @@ def resolve(task: Task[Any, Any], name: str, roots: DataRoots) -> ProtocolData[A
         raise DataError(missing_message(name, absent, roots, task), absent[0].where(roots))
     if name in GENERIC_PROTOCOLS:
         builder = {OFFICIAL: _official, HELDOUT: _heldout, DEV_80_20: _dev_80_20}[name]
-        return builder(task, [ref.locate(roots) for ref in refs], roots)  # type: ignore[arg-type]
+        located = [ref.locate(roots) for ref in refs]
+        return builder(task, [path for path in located if path is not None], roots)
     spec = _spec(task, name)
     if isinstance(spec, FileProtocol):
         return _files(task, spec, roots)

@@ -180,7 +180,7 @@ class RayExecutor(Executor):
 
     def _outcome(self, ref: Any, spec: CellSpec, started: float) -> CellOutcome:
         try:
-            return self.ray.get(ref)  # type: ignore[no-any-return]
+            return self.ray.get(ref)
         except self.ray.exceptions.RayError as error:  # the task died: the cell's own errors are outcomes
             return record_lost_cell(spec, started, f"the Ray task running this cell failed "
                                                    f"({type(error).__name__}): {_first_line(error)}")

@@ -100,7 +100,7 @@ def summarise(data_dir: str | None, extra_data_dir: str | None, count: bool = Tr
     tasks = []
     for task in registry.all_tasks():
         files = [_file_row(task, entry, roots.klue, count) for entry in task.files]
-        extra = []
+        extra: list[dict[str, Any]] = []
         for name in protocols.names(task):
             for ref in protocols.file_refs(task, name):
                 if ref.root == "extra" and ref.path not in {e["path"] for e in extra}:

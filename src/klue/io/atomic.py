@@ -112,7 +112,10 @@ def write_dir_atomic(path: Path, fill: Callable[[Path], None]) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    write_atomic(path, lambda handle: handle.write(text))
+    def fill(handle: IO[str]) -> None:
+        handle.write(text)
+
+    write_atomic(path, fill)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

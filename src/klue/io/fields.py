@@ -6,6 +6,7 @@ problem of a file. Prediction lines use the same reads with `paths=False` (probl
 
 from __future__ import annotations
 
+import builtins  # the methods str/bool/list shadow the builtins inside the class
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -98,7 +99,7 @@ class Fields:
             return None
         return value
 
-    def int(self, key: str, *, optional: bool = False) -> int | None:
+    def int(self, key: builtins.str, *, optional: builtins.bool = False) -> int | None:
         present, value = self._get(key, optional)
         if not present:
             return None
@@ -107,7 +108,7 @@ class Fields:
             return None
         return value
 
-    def number(self, key: str, *, optional: bool = False) -> float | None:
+    def number(self, key: builtins.str, *, optional: builtins.bool = False) -> float | None:
         present, value = self._get(key, optional)
         if not present:
             return None
@@ -116,7 +117,7 @@ class Fields:
             return None
         return float(value)
 
-    def bool(self, key: str, *, optional: bool = False) -> bool | None:
+    def bool(self, key: builtins.str, *, optional: builtins.bool = False) -> builtins.bool | None:
         present, value = self._get(key, optional)
         if not present:
             return None
@@ -125,7 +126,7 @@ class Fields:
             return None
         return value
 
-    def list(self, key: str, *, optional: bool = False) -> list[Any] | None:
+    def list(self, key: builtins.str, *, optional: builtins.bool = False) -> builtins.list[Any] | None:
         present, value = self._get(key, optional)
         if not present:
             return None
@@ -134,7 +135,7 @@ class Fields:
             return None
         return value
 
-    def str_list(self, key: str, *, optional: bool = False) -> tuple[str, ...] | None:
+    def str_list(self, key: builtins.str, *, optional: builtins.bool = False) -> tuple[builtins.str, ...] | None:
         values = self.list(key, optional=optional)
         if values is None:
             return None
@@ -144,13 +145,14 @@ class Fields:
             self.fail(where, f"`{key}` must hold strings only, found {describe(values[i])}")
         return None if bad else tuple(values)
 
-    def obj(self, key: str, *, optional: bool = False) -> Fields | None:
+    def obj(self, key: builtins.str, *, optional: builtins.bool = False) -> Fields | None:
         present, value = self._get(key, optional)
         if not present:
             return None
         return Fields(value, self.at(key), self.log, paths=self.paths, parent=self, prefix=self.prefix)
 
-    def items(self, key: str, *, optional: bool = False, linked: bool = True) -> list[Fields] | None:
+    def items(self, key: builtins.str, *, optional: builtins.bool = False,
+              linked: builtins.bool = True) -> builtins.list[Fields] | None:
         """The objects of a list field, each with its own path (``$[3].answers[1]``). `linked`: a
         problem in an item marks this object bad too (off where each item is a record of its own)."""
         values = self.list(key, optional=optional)
@@ -160,11 +162,11 @@ class Fields:
         return [Fields(v, item_path(self.at(key), i), self.log, paths=self.paths, parent=parent, prefix=self.prefix)
                 for i, v in enumerate(values)]
 
-    def warn(self, message: str) -> None:
+    def warn(self, message: builtins.str) -> None:
         """A warning at this object's place (prefixed like its errors)."""
         self.log.warning(self.location, self.prefix + message)
 
-    def warn_unknown(self, known: frozenset[str] | set[str]) -> None:
+    def warn_unknown(self, known: frozenset[builtins.str] | set[builtins.str]) -> None:
         """Fields the official format does not have are not kept: say so once per object."""
         extra = sorted(k for k in self.data if k not in known)
         if extra:

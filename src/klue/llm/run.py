@@ -108,7 +108,7 @@ def _generate_request(prompts: TaskPrompts, record: Any, shots: Sequence[Any], f
              and schema is None and choices is None else None)
     span_of = (prompts.span_of(record) if prompts.span_of and constrained and capabilities.spans
                and schema is None and choices is None and regex is None else None)
-    common = {"max_new_tokens": prompts.max_new_tokens(record), "stop": prompts.stop,
+    common: dict[str, Any] = {"max_new_tokens": prompts.max_new_tokens(record), "stop": prompts.stop,
               "json_schema": schema_text(schema), "choices": choices, "regex": regex, "span_of": span_of}
     if form == CHAT:
         messages = tuple((m["role"], m["content"]) for m in chat_messages(prompts, record, shots))

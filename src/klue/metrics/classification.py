@@ -32,7 +32,7 @@ def check_mode(mode: str) -> MetricMode:
     """`mode` itself if it is a metric mode, else ValueError (no silent fallback to "official")."""
     if mode not in METRIC_MODES:
         raise ValueError(f"unknown metric mode {mode!r}; modes are {', '.join(METRIC_MODES)}")
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 def check_aligned(gold: Sequence[object], pred: Sequence[object], what: str = "items") -> None:

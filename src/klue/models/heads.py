@@ -68,11 +68,13 @@ def head_dropout(config: Any, spec: HeadSpec) -> float:
 class EncoderWithHead(nn.Module):
     """Base for head models: holds the encoder and forwards the inputs the encoder accepts."""
 
+    encoder: Any  # a transformers encoder: its methods are typed by transformers, not nn.Module
+
     def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
         super().__init__()
         self.encoder = encoder
         self.spec = spec
-        self.config = encoder.config  # type: ignore[attr-defined]
+        self.config: Any = encoder.config  # an encoder module has a config
 
     @property
     def hidden_size(self) -> int:

@@ -14,7 +14,7 @@ import inspect
 import json
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -69,7 +69,7 @@ class LoadedEncoder:
 
     @property
     def config(self) -> Any:
-        return self.encoder.config  # type: ignore[attr-defined]
+        return self.encoder.config
 
 
 def uses_token_type_ids(config: Any) -> bool:
@@ -89,7 +89,8 @@ def _without_pooler(config: Any) -> dict[str, Any]:
         model_class = MODEL_MAPPING[type(config)]
     except KeyError:
         return {}
-    return {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(model_class).parameters else {}
+    takes = "add_pooling_layer" in inspect.signature(cast(Any, model_class)).parameters
+    return {"add_pooling_layer": False} if takes else {}
 
 
 def load_tokenizer(name_or_path: str | Path) -> Any:
@@ -171,7 +172,7 @@ def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: ModelCard
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
         follow_umask(tmp / WEIGHTS_FILE)
-        model.config.save_pretrained(str(tmp))  # type: ignore[attr-defined]
+        cast(Any, model).config.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
         (tmp / MODEL_CARD).write_text(json.dumps(card.to_json(), ensure_ascii=False, indent=2), encoding="utf-8")
 

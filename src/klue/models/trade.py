@@ -41,6 +41,10 @@ class TradeHead(EncoderWithHead):
     """`spec.options`: `slot_token_ids` (token ids of each slot's name), `gate_mask` (per slot, a 0/1 per
     gate in GATES order), `max_value_tokens` (generation limit, end token included), `end_token_id`."""
 
+    slot_ids: torch.Tensor  # buffers (register_buffer), typed for the checker
+    slot_id_mask: torch.Tensor
+    gate_mask: torch.Tensor
+
     def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
         super().__init__(encoder, spec)
         options = spec.options
@@ -71,7 +75,8 @@ class TradeHead(EncoderWithHead):
 
     @property
     def word_embeddings(self) -> nn.Embedding:
-        return self.encoder.get_input_embeddings()  # type: ignore[operator,no-any-return]
+        embeddings: nn.Embedding = self.encoder.get_input_embeddings()
+        return embeddings
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.from_embedding(self.word_embeddings(ids))

@@ -132,7 +132,7 @@ def _open_binary(path: Path, log: ProblemLog) -> IO[bytes] | None:
     if path.suffix in (".zst", ".zstd"):
         import zstandard
 
-        return zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)  # type: ignore[return-value]
+        return zstandard.ZstdDecompressor().stream_reader(handle, closefd=True)
     return handle
 
 

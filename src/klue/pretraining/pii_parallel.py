@@ -359,7 +359,9 @@ class ProgressTick:
 
 class _Peekable(Generic[R]):
     def __init__(self, items: Iterator[R]) -> None:
-        self._items, self._head, self._has_head = items, None, False
+        self._items = items
+        self._head: R | None = None
+        self._has_head = False
 
     def peek(self) -> R | None:
         if not self._has_head:

@@ -270,7 +270,7 @@ def prepare(settings: PrepareSettings, on_shard: Callable[[ShardInfo], None] | N
         _clear_leftovers(out)
         (out / INDEX_FILE).unlink(missing_ok=True)
         infos, written = _write_shards(settings, tokenizer, manifest, on_shard)
-        index = {"format": FORMAT, "shards": [asdict(i) for i in infos],
+        index: dict[str, Any] = {"format": FORMAT, "shards": [asdict(i) for i in infos],
                  "texts": sum(i.texts for i in infos), "blocks": sum(i.blocks for i in infos),
                  "tokens": sum(i.tokens for i in infos)}
         write_json_atomic(out / INDEX_FILE, index)

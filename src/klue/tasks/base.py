@@ -266,10 +266,10 @@ class Task(Generic[RecordT, PredictionT]):
         """The CPU baseline for `seed`; DataError when the task has none."""
         if self.baseline is None:
             raise DataError(f"task {self.name!r} has no CPU baseline")
-        return resolve_ref(self.package, self.baseline)(seed)  # type: ignore[no-any-return]
+        return resolve_ref(self.package, self.baseline)(seed)
 
 
-def check_aligned(task: str, gold_guids: Sequence[str], pred_guids: Sequence[str]) -> None:
+def check_aligned(task: str, gold_guids: Sequence[str], pred_guids: Sequence[str | None]) -> None:
     """Predictions must come in gold order, one per gold example; DataError listing each mismatch."""
     if len(gold_guids) != len(pred_guids):
         raise DataError(f"{task}: {len(gold_guids)} gold examples but {len(pred_guids)} predictions")
@@ -322,7 +322,7 @@ def read_declaration(text: str, where: str) -> dict[str, Any]:
 
 
 _FILE_KEYS = ({"role", "path", "git_blob"}, {"size"})  # (required, optional)
-_ARCHIVE_KEYS = ({"url", "sha256", "size"}, set())
+_ARCHIVE_KEYS: tuple[set[str], set[str]] = ({"url", "sha256", "size"}, set())
 _FILE_PROTOCOL_KEYS = ({"name", "train", "eval", "description"}, {"reader"})
 _SPLIT_PROTOCOL_KEYS = ({"name", "split", "group", "what", "unit"}, {"reader", "train_fraction", "extra_train"})
 _EXTRA_TRAIN_KEYS = ({"file", "what"}, {"reader", "note"})

@@ -71,7 +71,8 @@ def make_accelerator(hp: Hyperparameters, out_dir: Path | None = None) -> Any:
 
 
 def optimizer_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue

@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from klue.llm.backends import base
 from klue.llm.constrained import LIBRARY, Constrainer, GrammarMasks, RowState, library_version
@@ -122,7 +122,7 @@ class HfBackend(base.BackendBase):
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_name)
-            self.lm = AutoModelForCausalLM.from_pretrained(model_name)
+            self.lm: Any = cast(Any, AutoModelForCausalLM).from_pretrained(model_name)
         except (OSError, ValueError) as error:
             raise base.BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer "
                                     f"({error})") from None
@@ -302,7 +302,7 @@ class HfBackend(base.BackendBase):
                 new = new[:state.n_answer]
             if eos is not None and eos in new:
                 new = new[:new.index(eos)]
-            text = cut_at_stop(self.tokenizer.decode(new, skip_special_tokens=True), request.stop)
+            text = cut_at_stop(str(self.tokenizer.decode(new, skip_special_tokens=True)), request.stop)
             if state.failed:
                 self._count("constraint_dropped")
                 self._note(f"a constraint was dropped during generation ({state.failed}); that answer is "

@@ -59,7 +59,8 @@ def _checked(golds: Sequence[DpRecord], preds: Sequence[DpPrediction]) -> bool:
     return label_sets == {"ud"}
 
 
-def _columns(golds: Sequence[DpRecord], preds: Sequence[DpPrediction]) -> tuple[list[list[Any]], ...]:
+def _columns(golds: Sequence[DpRecord], preds: Sequence[DpPrediction]) -> tuple[
+        list[list[Any]], list[list[Any]], list[list[Any]], list[list[Any]]]:
     return ([list(g.heads) for g in golds], [list(g.deprels) for g in golds], [list(p.heads) for p in preds],
             [list(p.deprels) for p in preds])
 

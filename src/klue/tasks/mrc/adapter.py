@@ -66,7 +66,7 @@ class MrcAdapter(Adapter):
             index = encoded["overflow_to_sample_mapping"][k]
             record = records[index]
             sequence = encoded.sequence_ids(k)
-            offsets = tuple(tuple(o) if s == 1 else None for o, s in zip(encoded["offset_mapping"][k], sequence))
+            offsets: tuple[Any, ...] = tuple(tuple(o) if s == 1 else None for o, s in zip(encoded["offset_mapping"][k], sequence))
             start = end = 0
             if record.answers and not record.is_impossible:
                 answer = record.answers[0]

@@ -187,7 +187,7 @@ def _question(qa: Fields, squad: bool, guid_key: str, context: str | None, stric
     plausible = _answers(qa, "plausible_answers", context, guid, strict_offsets, optional=True)
     if squad:
         qtype = None
-        impossible = qa.bool("is_impossible", optional=True) or False
+        impossible: bool | None = qa.bool("is_impossible", optional=True) or False
         qa.warn_unknown(_SQUAD_QA_FIELDS)
     else:
         qtype = qa.int("question_type", optional=reads_for_prediction(purpose))
@@ -318,7 +318,7 @@ def _from_hub_rows(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
             fields.fail(fields.at("answers"), "an answerable question (is_impossible false) has no answers")
             continue
         records.append(MrcRecord(guid, question, gold, qtype, impossible, context,  # type: ignore[arg-type]
-                                     title=title, news_category=category, source=source,  # type: ignore[arg-type]
+                                     title=title, news_category=category, source=source,
                                      plausible_answers=plausible))
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records

@@ -76,7 +76,7 @@ def render(record: WosTurn) -> str:
 
 def state_object(state: Sequence[str]) -> dict[str, str]:
     """`domain-slot-value` strings as `{domain-slot: value}`, in state order."""
-    pairs = {}
+    pairs: dict[str, str] = {}
     for item in state:
         parts = split_state_item(item)
         if parts is not None:

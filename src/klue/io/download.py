@@ -101,6 +101,7 @@ class _TransientError(Exception):
 # The whole transfer of one file, every attempt included, is bounded by the deadline (RetryPolicy is klue's one
 # retry policy, klue.io.retry, re-exported here for the callers of the downloader).
 DOWNLOAD_POLICY = RetryPolicy(deadline_s=DEFAULT_DEADLINE_S)
+NO_DEADLINE = Deadline(None, None)
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ def _one_attempt(
     policy: RetryPolicy,
     progress: Progress | None,
     progress_id: TaskID | None,
-    deadline: Deadline = Deadline(None, None),
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[int, bool]:
     """Fetch `url` into `handle` (resuming at `offset` when > 0); returns (bytes in handle,
     server accepts ranges). Raises _TransientError when the body breaks off, DownloadError when the

@@ -35,6 +35,7 @@ CONNECT_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.Connect
 # The server was reached but the connection broke before the whole answer came (reset, body cut short).
 BROKEN_ERRORS: tuple[type[Exception], ...] = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 MESSAGE_CHARS = 300  # of a server's error text, in a message
+DEFAULT_POLICY = RetryPolicy()
 
 
 class HttpError(DataError):
@@ -66,7 +67,7 @@ class JsonTransport:
     """JSON requests to one server root under one retry policy (see the module docstring)."""
 
     def __init__(self, root: str, *, api_key: Secret | None = None, key_hint: str = "",
-                 policy: RetryPolicy = RetryPolicy(), concurrency: int = 4) -> None:
+                 policy: RetryPolicy = DEFAULT_POLICY, concurrency: int = 4) -> None:
         self.root, basic = split_credentials(root.rstrip("/"))
         self._basic = Secret(basic)
         self.shown_root = redact_url(root.rstrip("/"))

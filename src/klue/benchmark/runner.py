@@ -48,6 +48,7 @@ from klue.errors import DataError
 from klue.io import provenance
 from klue.io.lock import exclusive
 from klue.io.output import OutputError, check_output_dir
+from klue.io.redact import redact_text
 from klue.results import RESULTS_FILE, read_results
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ class BenchmarkPlan:
                 raise DataError(f"{name} repeat a value: {list(values)}")
         slugs = [model_slug(m) for m in self.models]
         if len(set(slugs)) != len(slugs):
-            raise DataError(f"two models share a directory name: {dict(zip(self.models, slugs))}")
+            shown = {redact_text(m): s for m, s in zip(self.models, slugs)}
+            raise DataError(f"two models share a directory name: {shown}")
 
     def cells(self) -> list[CellSpec]:
         """Task-major, then model, then seed: a report is useful task by task while the run goes on.
@@ -120,7 +122,7 @@ def cell_done(spec: CellSpec) -> bool:
         results = read_results(path)
     except DataError:
         return False  # half-written by something else or hand-edited: the cell runs again
-    if (results.task, results.model, results.seed) != (spec.task, spec.model, spec.seed):
+    if (results.task, results.model, results.seed) != (spec.task, spec.shown_model, spec.seed):
         raise DataError(f"{path} holds {results.task}/{results.model}/seed {results.seed}, "
                         f"not {spec.label}; use another --out", path)
     if results.status != "ok":
@@ -155,7 +157,7 @@ def _new_manifest(plan: BenchmarkPlan, executor: Executor, previous: Manifest | 
     now = provenance.utc_now()
     history = previous.invocations if previous else []
     return Manifest(
-        models=list(plan.models), tasks=list(plan.tasks), seeds=list(plan.seeds), protocol=plan.protocol,
+        models=[redact_text(m) for m in plan.models], tasks=list(plan.tasks), seeds=list(plan.seeds), protocol=plan.protocol,
         metric_mode=plan.mode, jobs=executor.workers, data_dir=plan.data_dir, extra_data_dir=plan.extra_data_dir,
         overrides=dict(plan.overrides), klue_version=provenance.library_versions().get("klue", "unknown"),
         git_revision=provenance.git_revision(), started_at=now,

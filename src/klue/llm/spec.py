@@ -3,18 +3,23 @@
 - `hf:NAME_OR_DIR`: a transformers causal LM in this process (a hub name or a local directory);
 - `openai:MODEL@BASE_URL`: any OpenAI-compatible server (vLLM, llama.cpp, SGLang, a hosted API); the API
   key comes from the environment variable named by `--api-key-env` (default OPENAI_API_KEY), never from the
-  spec, and is written to no output.
+  spec, and is written to no output. A base URL may carry `user:password@` (a proxy's Basic auth): they are
+  sent, and blanked wherever the spec is shown or written (`klue.io.redact`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from klue.errors import DataError
+from klue.io.redact import redact_text
 
 HF_PREFIX = "hf:"
 OPENAI_PREFIX = "openai:"
+# MODEL@URL split at the first "@" that starts the URL, so a URL's own "user:password@" stays in the URL.
+_MODEL_AT_URL = re.compile(r"(?P<model>.+?)@(?P<url>https?://.+)")
 
 
 @dataclass(frozen=True)
@@ -36,11 +41,11 @@ def parse_spec(text: str) -> ModelSpec:
     if text.startswith(HF_PREFIX) and text[len(HF_PREFIX):].strip():
         return ModelSpec("hf", text[len(HF_PREFIX):].strip())
     if text.startswith(OPENAI_PREFIX):
-        model, sep, url = text[len(OPENAI_PREFIX):].rpartition("@")
-        if sep and model.strip() and url.startswith(("http://", "https://")):
-            return ModelSpec("openai", model.strip(), url.rstrip("/"))
-    raise DataError(f"model spec {text!r}: use hf:NAME_OR_DIR (in process) or openai:MODEL@http://HOST:PORT/v1 "
-                    "(an OpenAI-compatible server)")
+        found = _MODEL_AT_URL.fullmatch(text[len(OPENAI_PREFIX):])
+        if found and found["model"].strip():
+            return ModelSpec("openai", found["model"].strip(), found["url"].rstrip("/"))
+    raise DataError(f"model spec {redact_text(text)!r}: use hf:NAME_OR_DIR (in process) or "
+                    "openai:MODEL@http://HOST:PORT/v1 (an OpenAI-compatible server)")
 
 
 def open_backend(spec: ModelSpec, *, concurrency: int = 4, timeout_s: float = 120.0,

@@ -119,9 +119,18 @@ class HfBackend:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from klue.models.loading import (
+            FILES_WITHOUT_CODE,
+            WEIGHTS_WITHOUT_CODE,
+            check_loads_without_code,
+            refusing_model_code,
+        )
+
+        check_loads_without_code(model_name)  # no pickle, no code the model ships: refused before any load
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_name)
-            self.lm = AutoModelForCausalLM.from_pretrained(model_name)
+            with refusing_model_code(f"hf:{model_name}"):
+                self.tokenizer = AutoTokenizer.from_pretrained(model_name, **FILES_WITHOUT_CODE)
+                self.lm = AutoModelForCausalLM.from_pretrained(model_name, **WEIGHTS_WITHOUT_CODE)
         except (OSError, ValueError) as error:
             raise BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer ({error})") from None
         self.device = torch.device("cuda" if torch.cuda.is_available() and not cpu else "cpu")

@@ -77,13 +77,17 @@ class ProtocolData(Generic[RecordT]):
     sources: tuple[DataSource, ...]
     # The roots the data came from, so a model can open a task's resource file (an ontology, say).
     roots: DataRoots | None = None
+    # What the readers accepted but flagged (a duplicate pair, an odd lemma): shown and kept beside the results.
+    warnings: tuple[Problem, ...] = ()
 
 
-def read_checked(reader: Reader, path: Path) -> list[Any]:
-    """All records of a file, or a DataError listing every problem in it."""
+def read_checked(reader: Reader, path: Path, warnings: list[Problem] | None = None) -> list[Any]:
+    """All records of a file, or a DataError listing every problem in it; its warnings go to `warnings`."""
     log = ProblemLog(str(path))
     records = reader(path, log)
     log.raise_if_errors()
+    if warnings is not None:
+        warnings.extend(log.warnings)
     return records
 
 
@@ -179,14 +183,16 @@ def _source(ref: FileRef, roots: DataRoots, n_examples: int, used_as: str) -> Da
 
 def _files(task: Task[Any, Any], spec: FileProtocol, roots: DataRoots) -> ProtocolData[Any]:
     reader = task.reader(spec.reader)
-    train = read_checked(reader, spec.train.locate(roots))  # type: ignore[arg-type]
-    evaluation = read_checked(reader, spec.eval.locate(roots))  # type: ignore[arg-type]
+    found: list[Problem] = []
+    train = read_checked(reader, spec.train.locate(roots), found)  # type: ignore[arg-type]
+    evaluation = read_checked(reader, spec.eval.locate(roots), found)  # type: ignore[arg-type]
     sources = (_source(spec.train, roots, len(train), "train"), _source(spec.eval, roots, len(evaluation), "eval"))
-    return ProtocolData(spec.name, False, spec.description, train, evaluation, None, sources, roots)
+    return ProtocolData(spec.name, False, spec.description, train, evaluation, None, sources, roots, tuple(found))
 
 
 def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots) -> ProtocolData[Any]:
-    records = read_checked(task.reader(spec.reader), spec.split.locate(roots))  # type: ignore[arg-type]
+    found: list[Problem] = []
+    records = read_checked(task.reader(spec.reader), spec.split.locate(roots), found)  # type: ignore[arg-type]
     train, evaluation = split_by_group(task, records, spec.train_fraction)
     pct = round(spec.train_fraction * 100)
     sources = [_source(spec.split, roots, len(train), f"train ({pct}% by {spec.group} hash)"),
@@ -194,7 +200,7 @@ def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots)
     n_split_train = len(train)
     added = []
     for extra in spec.extra_train:
-        extra_records = read_checked(task.reader(extra.reader), extra.file.locate(roots))  # type: ignore[arg-type]
+        extra_records = read_checked(task.reader(extra.reader), extra.file.locate(roots), found)  # type: ignore[arg-type]
         train.extend(extra_records)
         sources.append(_source(extra.file, roots, len(extra_records), "train (whole file)"))
         note = f"; {extra.note}" if extra.note else ""
@@ -204,7 +210,7 @@ def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots)
                    f"({n_split_train:,} {spec.unit}, split by a stable hash of the {spec.group}){plus} and "
                    f"evaluated on the other {100 - pct}% ({len(evaluation):,} {spec.unit}); no {spec.group} "
                    "straddles the split")
-    return ProtocolData(spec.name, False, description, train, evaluation, None, tuple(sources), roots)
+    return ProtocolData(spec.name, False, description, train, evaluation, None, tuple(sources), roots, tuple(found))
 
 
 def _grouping(task: Task[Any, Any], records: Sequence[Any]) -> str:
@@ -228,21 +234,23 @@ def _blob_note(task: Task[Any, Any], role: FileRole, source: DataSource) -> str:
 
 def _official(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     train_path, dev_path = paths
-    train = read_checked(task.read, train_path)
-    dev = read_checked(task.read, dev_path)
+    found: list[Problem] = []
+    train = read_checked(task.read, train_path, found)
+    dev = read_checked(task.read, dev_path, found)
     sources = (data_source(train_path, len(train), "train", roots.klue),
                data_source(dev_path, len(dev), "eval and selection", roots.klue))
     description = (f"official protocol: trained on the official {_label(task)} train file ({len(train):,} "
                    f"examples) and evaluated on the official dev file ({len(dev):,} examples), checkpoints "
                    f"selected on dev as in the official recipe"
                    f"{_blob_note(task, 'train', sources[0])}{_blob_note(task, 'dev', sources[1])}")
-    return ProtocolData(OFFICIAL, True, description, train, dev, dev, sources, roots)
+    return ProtocolData(OFFICIAL, True, description, train, dev, dev, sources, roots, tuple(found))
 
 
 def _heldout(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     train_path, dev_path = paths
-    full_train = read_checked(task.read, train_path)
-    dev = read_checked(task.read, dev_path)
+    found: list[Problem] = []
+    full_train = read_checked(task.read, train_path, found)
+    dev = read_checked(task.read, dev_path, found)
     selection, train = split_by_group(task, full_train, HELDOUT_FRACTION)
     pct = round(HELDOUT_FRACTION * 100)
     sources = (data_source(train_path, len(train), f"train ({100 - pct}% by group hash)", roots.klue),
@@ -253,12 +261,13 @@ def _heldout(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Proto
                    f"examples), "
                    f"checkpoints selected on that slice ({len(selection):,}), evaluated on the official dev "
                    f"file ({len(dev):,} examples)")
-    return ProtocolData(HELDOUT, False, description, train, dev, selection, sources, roots)
+    return ProtocolData(HELDOUT, False, description, train, dev, selection, sources, roots, tuple(found))
 
 
 def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     (dev_path,) = paths
-    dev = read_checked(task.read, dev_path)
+    found: list[Problem] = []
+    dev = read_checked(task.read, dev_path, found)
     train, evaluation = split_by_group(task, dev, DEV_TRAIN_FRACTION)
     pct = round(DEV_TRAIN_FRACTION * 100)
     sources = (data_source(dev_path, len(train), f"train ({pct}% of dev by group hash)", roots.klue),
@@ -266,7 +275,7 @@ def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Pro
     description = (f"local protocol, not official: trained on {pct}% of the official {_label(task)} dev file "
                    f"({len(train):,} examples) and evaluated on the other {100 - pct}% ({len(evaluation):,} "
                    f"examples), split by a stable hash of {_grouping(task, dev)}")
-    return ProtocolData(DEV_80_20, False, description, train, evaluation, None, sources, roots)
+    return ProtocolData(DEV_80_20, False, description, train, evaluation, None, sources, roots, tuple(found))
 
 
 # ------------------------------------------------------------------------------------ files
@@ -285,6 +294,7 @@ class NamedFile:
     inferred: bool  # the format was told from the file, not given
     records: list[Any]
     identity: FileIdentity
+    warnings: tuple[Problem, ...] = ()
 
 
 def _format_hint(task: Task[Any, Any], role: str, fmt: str) -> Problem:
@@ -304,20 +314,22 @@ def read_named(task: Task[Any, Any], path: Path, fmt: str | None = None, role: s
     inferred = fmt is None
     chosen = infer_format(task, path) if fmt is None else fmt
     check_format(task, chosen, f"--{role}-format")
+    found: list[Problem] = []
     try:
         if chosen in formats.HF_FORMATS:
             records, shown, identified = _read_hf(task, path, chosen)
         else:
             if not path.is_file():
                 raise DataError("no such file" if not path.exists() else "is not a file", path)
-            records, shown, identified = read_checked(task.reader(chosen, f"--{role}-format"), path), str(path), path
+            reader = task.reader(chosen, f"--{role}-format")
+            records, shown, identified = read_checked(reader, path, found), str(path), path
     except DataError as error:
         if inferred and error.problems and error.problems[0].path:  # a file's problems, not a bad option
             raise DataError([_format_hint(task, role, chosen), *error.problems]) from None
         raise
     if not records:
         raise DataError(f"no {task.name} records in this file (read as {chosen!r})", path)
-    return NamedFile(shown, chosen, inferred, records, identify(identified))
+    return NamedFile(shown, chosen, inferred, records, identify(identified), tuple(found))
 
 
 def carve(task: Task[Any, Any], records: Sequence[Any], selection_fraction: float | None,
@@ -450,8 +462,9 @@ def resolve_files(task: Task[Any, Any], train: Path, eval: Path | None = None, s
     description = (f"local protocol `files`, not official: trained on {train_part.words}, checkpoints selected on "
                    f"{selection_part.words}, evaluated on {eval_part.words}"
                    f"{'; no group straddles the split' if carved else ''}{_overlap_note(task, separate)}")
+    named = [f for f in (train_file, selection_file, eval_file) if f is not None]
     return ProtocolData(FILES, False, description, train_part.records, eval_part.records, selection_part.records,
-                        tuple(part.source for part in parts), roots)
+                        tuple(part.source for part in parts), roots, tuple(w for f in named for w in f.warnings))
 
 
 # ------------------------------------------------------------------------------------ hf

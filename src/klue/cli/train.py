@@ -19,6 +19,7 @@ from klue.cli._common import (
     files_choice,
     metric_mode,
     parse_key_values,
+    print_warnings,
     stderr,
     stdout,
 )
@@ -117,6 +118,10 @@ def train_command(
     check_output_dir(out, "--output")  # before any data is read or model loaded
     check_free(out, "klue train")
     data = resolve_data(task, protocol, roots_from(data_dir, extra_data_dir), files)
+    if os.environ.get("RANK", "0") == "0":  # the readers' warnings, once, with where they are all written
+        from klue.results import DATA_WARNINGS_FILE
+
+        print_warnings(data.warnings, out / DATA_WARNINGS_FILE)
     if model == CLASSIC:
         from klue.baselines import run_locked
 

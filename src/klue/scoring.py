@@ -20,6 +20,7 @@ from klue.errors import DataError, Problem
 from klue.io.atomic import write_text_atomic
 from klue.io.formats import HF_FORMATS
 from klue.io.provenance import git_revision, library_versions, utc_now
+from klue.io.threads import single_threaded_numerics
 from klue.metrics.classification import check_mode
 from klue.metrics.report import MetricMode, MetricReport
 from klue.metrics.resampling import Units
@@ -182,10 +183,11 @@ def score_predictions(task: Task[Any, Any], golds: Sequence[Any], predictions_pa
     label_list = read_label_list(label_list_path, task.labels) if label_list_path is not None else None
     by_guid, kind, warnings = read_predictions(task, predictions_path, gold_guids, label_list)
     predictions = align(gold_guids, by_guid, str(predictions_path))
-    report = evaluate(task, golds, predictions, metric_mode, str(predictions_path))
-    statistics = None
-    if with_statistics and task.statistics is not None:
-        statistics = task.example_statistics(golds, predictions, metric_mode).only(report.scores)
+    with single_threaded_numerics():  # the same numbers for any thread count (klue.io.threads)
+        report = evaluate(task, golds, predictions, metric_mode, str(predictions_path))
+        statistics = None
+        if with_statistics and task.statistics is not None:
+            statistics = task.example_statistics(golds, predictions, metric_mode).only(report.scores)
     return ScoreResult(task.name, report, "", str(predictions_path), kind, tuple(warnings), statistics=statistics)
 
 

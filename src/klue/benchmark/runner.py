@@ -46,6 +46,7 @@ from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError
 from klue.io import provenance
+from klue.io.console import make_console
 from klue.io.lock import exclusive
 from klue.io.output import OutputError, check_output_dir
 from klue.io.redact import redact_text
@@ -189,7 +190,7 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
         todo = [c for c in cells if not cell_done(c)]
         executor = make_executor(plan, jobs, ray)
         try:
-            return _run_benchmark(plan, cells, todo, cell_runner, executor, console or Console(stderr=True))
+            return _run_benchmark(plan, cells, todo, cell_runner, executor, console or make_console(stderr=True))
         finally:
             executor.close()
 

@@ -8,15 +8,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+
+from klue.io.console import make_console
 
 if TYPE_CHECKING:
     from klue.benchmark.cells import FilesChoice
     from klue.errors import Problem
 
-# Results and tables go to stdout; progress and messages to stderr, so `--json` output stays clean.
-stdout = Console()
-stderr = Console(stderr=True)
+# Results and tables go to stdout; progress and messages to stderr, so `--json` output stays clean. Where no
+# terminal reads them (a log, a pipe), nothing is wrapped: a path or a number is never cut in two.
+stdout = make_console()
+stderr = make_console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -21,6 +21,7 @@ from typing import Any
 
 from klue.errors import DataError
 from klue.io.atomic import write_jsonl_atomic
+from klue.io.progress import Progress
 from klue.io.redact import redact_text
 from klue.llm.backends.base import GenerateRequest, LoglikRequest, schema_text
 from klue.predictions import write_predictions
@@ -172,7 +173,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
 
     outputs: list[ExampleOutput] = []
     predictions: list[Any] = []
-    progress = _Progress(settings.progress, len(evaluated), f"{task.name} · {spec_text}")
+    progress = Progress(f"{task.name} · {spec_text}", len(evaluated), enabled=settings.progress)
     eval_start = time.perf_counter()
     try:
         for start in range(0, len(evaluated), CHUNK):
@@ -263,30 +264,6 @@ def _safe_parse(prompts: TaskPrompts, record: Any, text: str) -> Parsed:
 def _output_json(output: ExampleOutput) -> dict[str, Any]:
     return {"guid": output.guid, "shots": output.shots, "mode": output.mode, "prompt": output.prompt,
             "raw": output.raw, "prediction": output.prediction, "parsed": output.parsed, "note": output.note}
-
-
-class _Progress:
-    """A rich progress bar on stderr: examples done, rate, ETA."""
-
-    def __init__(self, enabled: bool, total: int, description: str) -> None:
-        self.bar = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True))
-        self.task = self.bar.add_task(description, total=total)
-        self.bar.start()
-
-    def advance(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.advance(self.task, n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 def read_outputs(path: Path) -> list[dict[str, Any]]:

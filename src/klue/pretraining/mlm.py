@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from klue.errors import DataError
+from klue.io.progress import Progress
 from klue.pretraining.corpus import iter_corpus
 from klue.pretraining.morphemes import MorphemeSplitter
 from klue.pretraining.packing import Block, WholeWord, pack_blocks
@@ -356,7 +357,8 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
             tmp.rename(checkpoint)
         accelerator.wait_for_everyone()
 
-    progress = _Progress(settings.progress and accelerator.is_main_process, settings.max_steps, step)
+    progress = Progress("mlm", settings.max_steps, done=step, enabled=settings.progress and accelerator.is_main_process,
+                        transient=True)
     model.train()
     losses: list[tuple[int, float]] = []
     tokens_seen = 0
@@ -392,7 +394,7 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
             if accelerator.is_main_process:
                 _append_log(out / LOG_FILE, {"step": step, "loss": mean, "lr": scheduler.get_last_lr()[0],
                                              "tokens_per_s": speed, "elapsed_s": now - started})
-            progress.update(step, mean, speed)
+            progress.update(step, f"loss {mean:.3f} {speed:.0f} tok/s")
         else:
             progress.update(step)
         if settings.save_every and step % settings.save_every == 0 and step < settings.max_steps:
@@ -452,25 +454,3 @@ def evaluate_mlm(model: Any, collator: MaskingCollator, blocks: Sequence[Block],
             count += n
     model.train()
     return total / count if count else math.nan
-
-
-class _Progress:
-    def __init__(self, enabled: bool, total: int, done: int) -> None:
-        self._bar = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn("mlm"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                                 TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("mlm", total=total, completed=done, info="")
-
-    def update(self, step: int, loss: float | None = None, speed: float | None = None) -> None:
-        if self._bar is not None:
-            info = f"loss {loss:.3f} {speed:.0f} tok/s" if loss is not None and speed is not None else None
-            self._bar.update(self._task, completed=step, **({"info": info} if info else {}))
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()

@@ -36,6 +36,7 @@ from typing import IO, Any, Generic, Literal, TypeVar
 
 from klue.errors import DataError, ProblemLog
 from klue.io.processes import die_with_parent, import_ray
+from klue.io.progress import Progress
 from klue.pretraining.pii import (
     PII_KINDS,
     REPORT_FILE,
@@ -368,38 +369,19 @@ class _Peekable(Generic[R]):
 
 
 class _Bar:
-    """A rich progress bar on stderr: bytes read of the inputs' total, documents per second and the ETA."""
+    """Bytes read of the inputs' total, documents per second and the ETA (klue.io.progress: a bar on a
+    terminal, plain lines in a log)."""
 
     def __init__(self, enabled: bool, total: int, workers: int, executor: str) -> None:
-        self._bar: Any = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            console = Console(stderr=True)  # no bar where stderr is a file: a log keeps only the messages
-            self._bar = Progress(TextColumn(f"pii ({workers} {executor} worker{'s' if workers != 1 else ''})"),
-                                 BarColumn(), DownloadColumn(), TextColumn("{task.fields[info]}"),
-                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                                 console=console, transient=True, disable=not console.is_terminal)
-            self._bar.start()
-            self._task = self._bar.add_task("pii", total=total or None, info="")
+        what = f"pii ({workers} {executor} worker{'s' if workers != 1 else ''}, bytes)"
+        self._shown = Progress(what, total or None, enabled=enabled, transient=True)
 
     def update(self, tick: ProgressTick) -> None:
-        if self._bar is not None:
-            rate = tick.documents / tick.seconds if tick.seconds > 0 else 0.0
-            self._bar.update(self._task, completed=tick.bytes_done,
-                             info=f"{tick.documents:,} documents, {rate:,.0f}/s")
+        rate = tick.documents / tick.seconds if tick.seconds > 0 else 0.0
+        self._shown.update(tick.bytes_done, f"{tick.documents:,} documents, {rate:,.0f}/s")
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+        self._shown.close()
 
 
 @dataclass

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from klue.errors import DataError
+from klue.io.progress import Progress
 from klue.pretraining.corpus import CorpusSource, corpus_fingerprint, iter_corpus
 from klue.pretraining.packing import WHOLE_WORD, Block, WholeWord, iter_blocks
 
@@ -356,30 +357,20 @@ class _Progress:
     """Shards, texts and tokens done, with the token rate (the corpus length is not known ahead)."""
 
     def __init__(self, enabled: bool) -> None:
-        self._bar = None
         self._texts = self._tokens = self._shards = 0
         self._started = time.perf_counter()
-        if enabled:
-            from rich.console import Console
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(SpinnerColumn(), TextColumn("prepare {task.fields[info]}"), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("prepare", total=None, info="")
+        self._shown = Progress("prepare", None, enabled=enabled, transient=True)
 
     def update(self, info: ShardInfo) -> None:
         self._shards += 1
         self._texts += info.texts
         self._tokens += info.tokens
-        if self._bar is not None:
-            rate = self._tokens / max(time.perf_counter() - self._started, 1e-9)
-            self._bar.update(self._task, info=f"{self._shards} shards, {self._texts:,} texts, "
-                                              f"{self._tokens:,} tokens ({rate:,.0f} tokens/s)")
+        rate = self._tokens / max(time.perf_counter() - self._started, 1e-9)
+        self._shown.update(self._shards, f"shards, {self._texts:,} texts, {self._tokens:,} tokens "
+                                         f"({rate:,.0f} tokens/s)")
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+        self._shown.close()
 
 
 # ------------------------------------------------------------------------------------ reading

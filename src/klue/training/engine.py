@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from klue.errors import DataError
+from klue.io.progress import Progress
 from klue.metrics.report import MetricSpec
 from klue.models.adapter import Adapter
 from klue.models.features import Feature, FeaturizeContext
@@ -103,49 +104,6 @@ def eval_points(steps_per_epoch: int, total_steps: int, hp: Hyperparameters) -> 
             for k in range(1, per_epoch + 1):
                 points.add(min(total_steps, epoch_start + round(steps_per_epoch * k / per_epoch)))
     return points
-
-
-class Progress:
-    """A rich progress bar on stderr (main process only): steps, loss, examples/s, ETA."""
-
-    def __init__(self, enabled: bool, total: int, done: int) -> None:
-        self.bar = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as RichProgress
-
-        self.bar = RichProgress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[speed]} ex/s"),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=False)
-        self.task = self.bar.add_task("train", total=total, completed=done, loss="-", speed="-")
-        self.bar.start()
-
-    def update(self, step: int, loss: float | None = None, speed: float | None = None,
-               description: str | None = None) -> None:
-        if self.bar is None:
-            return
-        fields: dict[str, Any] = {"completed": step}
-        if loss is not None:
-            fields["loss"] = f"{loss:.4f}"
-        if speed is not None:
-            fields["speed"] = f"{speed:,.0f}"
-        if description is not None:
-            fields["description"] = description
-        self.bar.update(self.task, **fields)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 class Engine:
@@ -229,7 +187,7 @@ class Engine:
 
         lengths = [len(f) for f in train] if hp.group_by_length else None
         n_proc, rank, accum = acc.num_processes, acc.process_index, hp.gradient_accumulation_steps
-        progress = Progress(hp.progress and acc.is_main_process, total_steps, state.step)
+        progress = Progress("train", total_steps, done=state.step, enabled=hp.progress and acc.is_main_process)
         tracked = bool(acc.log_with)
         if tracked:
             name = tracking.run_name(out_dir)
@@ -277,7 +235,7 @@ class Engine:
                     speed = window_examples / max(time.perf_counter() - window_start, 1e-9)
                     state.learning_curve.append(CurvePoint(state.step, state.step / steps_per_epoch, loss_value,
                                                            scheduler.get_last_lr()[0], speed))
-                    progress.update(state.step, loss_value, speed)
+                    progress.update(state.step, f"loss {loss_value:.4f}, {speed:,.0f} ex/s")
                     if tracked:
                         acc.log({"train/loss": loss_value, "train/learning_rate": scheduler.get_last_lr()[0],
                                  "train/examples_per_s": speed, "train/epoch": state.step / steps_per_epoch},

@@ -3,7 +3,7 @@
 On a terminal, a rich bar: what, a bar, done/total, the caller's info (loss, speed), elapsed, ETA. Anywhere
 else (a log file, a pipe, a benchmark cell's log.txt), a bar shows nothing until the end, so plain lines
 instead, one when another 10% is done or 30 s have passed since the last line, whichever comes first, and
-one at the end:
+one where the work ended:
 
     train: 1,200/10,000 (12%) loss 0.5123, 1,234 ex/s; 0:01:05 elapsed, ETA 0:07:57
 
@@ -92,7 +92,7 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
-        elif self.done != self._shown_done or self._shown_at == self._started:  # the end, unless just shown
+        elif self.done != self._shown_done:  # where it ended, unless just shown (or nothing was done: a failure)
             self._line()
         self.enabled = False
 

@@ -53,7 +53,8 @@ def test_url_credentials_are_sent_and_never_shown_or_written(fake_server: Callab
     out = tmp_path / "bench"
     run = _klue("llm", "--model", good, "--model", gone, "--tasks", "nli", "--train", str(train), "--eval",
                 str(evaluation), "--out", str(out), "--jobs", "0", env=env)
-    assert run.returncode == 1, run.stderr[-3000:]  # the unreachable model's cell failed, the other ran
+    assert run.returncode == 3, run.stderr[-3000:]  # the first model's cell ran; the unreachable one stops the run
+    assert run.stderr.count("klue: error:") == 1 and "cannot reach http://***@127.0.0.1:" in run.stderr
     report = _klue("report", str(out), "--format", "md", env=env)
     assert report.returncode == 0, report.stderr
 

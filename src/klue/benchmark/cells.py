@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from klue.errors import DataError
+from klue.errors import DataError, UnreachableError
 from klue.io.atomic import write_text_atomic
 from klue.io.locate import DataRoots
 from klue.io.output import OutputError, output_error
@@ -270,6 +270,7 @@ class CellOutcome:
     wall_time_s: float = 0.0
     protocol: str = ""
     cannot_write: bool = False  # the cell failed to write its output (full disk, read-only): so would the rest
+    unreachable: bool = False  # a server the cell needs answered nothing at all: exit code 3, the run stops
 
 
 @contextmanager
@@ -323,7 +324,8 @@ def execute_cell(cell_runner: CellRunner, spec: CellSpec, capture_output: bool =
             except (OSError, DataError) as unrecorded:
                 message = f"{info.error}; the failure itself could not be recorded: {describe_failure(unrecorded).error}"
                 cannot_write = True
-            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write)
+            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write,
+                               unreachable=isinstance(error, UnreachableError))
 
 
 @contextmanager

@@ -44,7 +44,7 @@ from klue.benchmark.cells import (
 )
 from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
-from klue.errors import DataError
+from klue.errors import DataError, UnreachableError
 from klue.io import provenance
 from klue.io.console import make_console
 from klue.io.lock import exclusive
@@ -221,6 +221,8 @@ def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSp
         write_manifest(plan.out, manifest)
         if outcome.cannot_write:  # every later cell would fail the same way: stop, as one clear error
             raise OutputError(f"{outcome.spec.label}: {outcome.error}", plan.out)
+        if outcome.unreachable:  # a server that is down: stop at once, with its own exit code (3)
+            raise UnreachableError(f"{outcome.spec.label}: {outcome.error}")
 
     status = "interrupted"
     try:

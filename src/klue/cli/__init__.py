@@ -48,7 +48,8 @@ class OnceOptionsCommand(TyperCommand):
     """A command that refuses an option taking one value given more than once: click would keep the last
     silently (`--train A --train B` trained on B alone). Options declared `list[...]` repeat as before."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    # typer.Context is what commands get; the base class names typer's vendored click Context.
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
         if args and not ctx.resilient_parsing:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))  # the parser consumes its list
             given = Counter(p for p in order if _takes_one_value(p))
@@ -56,7 +57,8 @@ class OnceOptionsCommand(TyperCommand):
             if repeated:
                 option, times = repeated[0]
                 raise typer.BadParameter(f"given {times} times, but it takes one value: give it once "
-                                         f"(`{ctx.command_path} --help` says which options repeat)", ctx, option)
+                                         f"(`{ctx.command_path} --help` says which options repeat)", ctx,
+                                         option)  # type: ignore[arg-type]  # a TyperOption, typed as its base
         return super().parse_args(ctx, args)
 
 

@@ -27,7 +27,7 @@ def single_threaded_numerics(preload: tuple[str, ...] = ("numpy",)) -> Iterator[
     thread while inside."""
     for module in preload:
         importlib.import_module(module)
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # ships no type hints
 
     with threadpool_limits(limits=1):
         yield

@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "klue"
 
 # Top to bottom (docs/architecture.md, "Floors"); a unit may import its own floor or any floor below.
 FLOORS: tuple[frozenset[str], ...] = (
-    frozenset({"cli"}),
+    frozenset({"cli", "__main__"}),  # __main__.py: `python -m klue`, the CLI by another door
     frozenset({"benchmark", "reporting"}),
     frozenset({"families"}),
     frozenset({"training", "llm", "pretraining", "baselines"}),

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import klue
 from klue import registry
 from klue.baselines import NoBaselineError, available_baselines, make_baseline, run
 from klue.errors import DataError
@@ -46,3 +50,114 @@ def test_empty_sides_are_data_errors(protocol_slice, tmp_path: Path) -> None:
         run(registry.get("ynat"), protocol_slice("ynat", 0, 10), 1, tmp_path)
     with pytest.raises(DataError, match="no evaluation records"):
         run(registry.get("ynat"), protocol_slice("ynat", 10, 0), 1, tmp_path)
+
+
+# -- the same predictions for any thread count ------------------------------------------------------------
+
+# Fits the NLI baseline through `klue.baselines.run` on synthetic pairs with a large vocabulary (the TF-IDF
+# width makes BLAS split its sums across threads) and prints a digest of the fitted weights and predictions.
+_FIT_SCRIPT = """
+import hashlib, random, sys
+from pathlib import Path
+import klue.baselines as baselines
+from klue import registry
+from klue.protocols import ProtocolData
+from klue.tasks.nli.records import LABELS, NliRecord
+
+rng = random.Random(7)
+syllables = [chr(0xAC00 + 28 * k) for k in range(0, 399, 7)]
+words = sorted({rng.choice(syllables) + rng.choice(syllables) for _ in range(6000)})
+records = [NliRecord(f"g{i}", "synthetic", " ".join(rng.choice(words) for _ in range(8)) + ".",
+                     " ".join(rng.choice(words) for _ in range(4)) + ".", LABELS[rng.randrange(3)])
+           for i in range(int(sys.argv[2]))]
+made = []
+real_make = baselines.make_baseline
+baselines.make_baseline = lambda task, seed: made.append(real_make(task, seed)) or made[-1]
+cut = len(records) * 4 // 5
+out = Path(sys.argv[1])
+baselines.run(registry.get("nli"), ProtocolData("files", False, "synthetic", records[:cut], records[cut:], None, ()),
+              42, out)
+digest = hashlib.sha256(made[0]._model.coef_.tobytes())  # the fitted weights, bit for bit (test-only peek)
+digest.update((out / "predictions.jsonl").read_bytes())
+print(digest.hexdigest())
+"""
+
+
+def _fit_with_threads(threads: int, out: Path, n_records: int) -> str:
+    env = os.environ | {name: str(threads) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                         "MKL_NUM_THREADS")}
+    env["PYTHONPATH"] = str(Path(klue.__file__).parents[1])
+    done = subprocess.run([sys.executable, "-c", _FIT_SCRIPT, str(out), str(n_records)], capture_output=True,
+                          text=True, env=env, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+@pytest.mark.slow
+def test_one_and_two_blas_threads_fit_the_same_baseline(tmp_path: Path) -> None:
+    pytest.importorskip("kiwipiepy", reason="the NLI baseline needs Kiwi: pip install 'klue[baselines]'")
+    one, two = (_fit_with_threads(n, tmp_path / f"threads{n}", 1500) for n in (1, 2))
+    assert one == two  # weights and predictions bit for bit (different with 2 BLAS threads before the pin)
+
+
+def test_baselines_fit_predict_and_are_scored_single_threaded(tmp_path: Path, monkeypatch) -> None:
+    """Every task's baseline runs through `run`: whatever it computes, BLAS and OpenMP give it one thread,
+    and so does the judge's scoring."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from klue import baselines, scoring
+    from klue.protocols import ProtocolData
+    from klue.tasks.nli.records import LABELS, NliPrediction, NliRecord
+
+    seen: dict[str, set[int]] = {}
+
+    def threads(stage: str) -> None:
+        seen[stage] = {pool["num_threads"] for pool in threadpool_info()}
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self) -> None:
+            self.hyperparameters: dict[str, object] = {}
+
+        def fit(self, train: list[NliRecord], selection: object) -> None:
+            threads("fit")
+
+        def predict(self, records: list[NliRecord]) -> list[NliPrediction]:
+            threads("predict")
+            return [NliPrediction(r.guid, r.gold_label) for r in records]
+
+    real_evaluate = scoring.evaluate
+
+    def evaluate(*args: object, **kwargs: object) -> object:
+        threads("score")
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(baselines, "make_baseline", lambda task, seed: Recording())
+    monkeypatch.setattr(scoring, "evaluate", evaluate)
+    records = [NliRecord(f"g{i}", "s", f"전제 {i}", f"가설 {i}", LABELS[i % 3]) for i in range(9)]
+    data = ProtocolData("files", False, "synthetic", records[:6], records[6:], None, ())
+    with threadpool_limits(limits=2):  # as on a machine with cores to spare
+        assert {pool["num_threads"] for pool in threadpool_info()} == {2}
+        results = baselines.run(registry.get("nli"), data, 1, tmp_path)
+        assert {pool["num_threads"] for pool in threadpool_info()} == {2}  # given back afterwards
+    assert results.scores["accuracy"] == 100.0
+    assert seen == {"fit": {1}, "predict": {1}, "score": {1}}
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_nli_baseline_on_real_data_is_the_same_with_one_and_two_threads(klue_data_dir: Path,
+                                                                           tmp_path: Path) -> None:
+    pytest.importorskip("kiwipiepy", reason="the NLI baseline needs Kiwi: pip install 'klue[baselines]'")
+    predictions = []
+    for threads in (1, 2):
+        env = os.environ | {"OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+                            "KLUE_DATA_DIR": str(klue_data_dir), "PYTHONPATH": str(Path(klue.__file__).parents[1])}
+        out = tmp_path / f"threads{threads}"
+        done = subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", "train", "--task", "nli",
+                               "--model", "classic", "--protocol", "local:dev-80-20", "--seed", "42", "--output",
+                               str(out)], capture_output=True, text=True, env=env, timeout=900, check=False)
+        assert done.returncode == 0, done.stderr[-3000:]
+        predictions.append((out / "predictions.jsonl").read_bytes())
+    assert predictions[0] == predictions[1]  # 52.93 vs 53.10 accuracy before the pin

@@ -9,6 +9,8 @@ Rules every baseline keeps: deterministic for a seed (no global random state; no
 `hash()` of strings, which Python randomises per process; no set iteration feeding a model), CPU only,
 at most 2 threads (`n_jobs` <= 2), no pretrained model, no downloads, a few minutes at most on the full
 local data. Libraries: numpy, scipy, scikit-learn, kiwipiepy, python-crfsuite (the `baselines` extra).
+`run` fits and predicts with BLAS and OpenMP single-threaded (`klue.io.threads`), so the predictions are
+the same for any thread count, executor or machine.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError
+from klue.io.threads import BASELINE_LIBRARIES, single_threaded_numerics
 from klue.metrics.report import MetricMode
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
@@ -78,14 +81,15 @@ def run(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_d
     if callable(attach):
         attach(protocol_data.roots)
 
-    fit_start = time.perf_counter()
-    baseline.fit(list(protocol_data.train), None if protocol_data.selection is None
-                 else list(protocol_data.selection))
-    train_time = time.perf_counter() - fit_start
+    with single_threaded_numerics(BASELINE_LIBRARIES):  # the same predictions for any thread count
+        fit_start = time.perf_counter()
+        baseline.fit(list(protocol_data.train), None if protocol_data.selection is None
+                     else list(protocol_data.selection))
+        train_time = time.perf_counter() - fit_start
 
-    predict_start = time.perf_counter()
-    predictions = baseline.predict(list(protocol_data.eval))
-    predict_time = time.perf_counter() - predict_start
+        predict_start = time.perf_counter()
+        predictions = baseline.predict(list(protocol_data.eval))
+        predict_time = time.perf_counter() - predict_start
 
     write_predictions(out_dir / PREDICTIONS_FILE, task, protocol_data.eval, predictions, f"baseline {baseline.name!r}")
     producer = ProducerReport(

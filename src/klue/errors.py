@@ -2,7 +2,7 @@
 
 Readers and scorers collect every problem they find in a `ProblemLog` and raise one `DataError` that
 lists them all, so a user fixes a file in one pass instead of one error per run. The CLI turns a
-`DataError` into a readable message and exit code 2.
+`DataError` into a readable message and its `exit_code`: 2, or 3 for `UnreachableError` (README, "Exit codes").
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class Problem:
 class DataError(Exception):
     """Bad input: a data file, a prediction file or an option that names one."""
 
+    exit_code = 2  # what the CLI exits with (README, "Exit codes")
+
     def __init__(self, problems: list[Problem] | str, path: str | Path | None = None) -> None:
         if isinstance(problems, str):
             problems = [Problem(str(path) if path is not None else "", "", problems)]
@@ -54,6 +56,13 @@ class DataError(Exception):
         if len(errors) > limit:
             lines.append(f"... and {len(errors) - limit} more problems")
         return "\n".join(lines)
+
+
+class UnreachableError(DataError):
+    """A server klue needs answers nothing at all (refused, no route, DNS, connect timeout, after every
+    retry): the download host, an LLM or embedding server. Its own exit code, so a script can wait and retry."""
+
+    exit_code = 3
 
 
 class HasProblems:

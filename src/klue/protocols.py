@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from klue.errors import DataError
+from klue.errors import DataError, Problem
 from klue.io import hf
 from klue.io.locate import DataRoots, FileRef, how_to_get, how_to_get_extra
 from klue.io.provenance import DataSource, FileIdentity, data_source, identify, named_source
@@ -76,12 +76,18 @@ class ProtocolData(Generic[RecordT]):
     sources: tuple[DataSource, ...]
     # The roots the data came from, so a model can open a task's resource file (an ontology, say).
     roots: DataRoots | None = None
+    # What the readers accepted but flagged (a duplicate pair, an odd lemma): shown and kept beside the results.
+    warnings: tuple[Problem, ...] = ()
 
 
-def _records(task: Task[Any, Any], path: Path, fmt: str = OFFICIAL_READER) -> list[Any]:
+def _records(task: Task[Any, Any], path: Path, fmt: str = OFFICIAL_READER,
+             warnings: list[Problem] | None = None) -> list[Any]:
     """The records of a file a protocol reads (`fmt` one of the task's readers), or a DataError listing
-    every problem in it."""
-    return read(task, path, fmt, purpose="train").records
+    every problem in it; its warnings go to `warnings`."""
+    reading = read(task, path, fmt, purpose="train")
+    if warnings is not None:
+        warnings.extend(reading.problems)
+    return reading.records
 
 
 def missing_message(protocol: str, missing: Sequence[FileRef], roots: DataRoots, task: Task[Any, Any]) -> str:
@@ -176,14 +182,16 @@ def _source(ref: FileRef, roots: DataRoots, n_examples: int, used_as: str) -> Da
 
 
 def _files(task: Task[Any, Any], spec: FileProtocol, roots: DataRoots) -> ProtocolData[Any]:
-    train = _records(task, spec.train.locate(roots), spec.reader)  # type: ignore[arg-type]
-    evaluation = _records(task, spec.eval.locate(roots), spec.reader)  # type: ignore[arg-type]
+    found: list[Problem] = []
+    train = _records(task, spec.train.locate(roots), spec.reader, warnings=found)  # type: ignore[arg-type]
+    evaluation = _records(task, spec.eval.locate(roots), spec.reader, warnings=found)  # type: ignore[arg-type]
     sources = (_source(spec.train, roots, len(train), "train"), _source(spec.eval, roots, len(evaluation), "eval"))
-    return ProtocolData(spec.name, False, spec.description, train, evaluation, None, sources, roots)
+    return ProtocolData(spec.name, False, spec.description, train, evaluation, None, sources, roots, tuple(found))
 
 
 def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots) -> ProtocolData[Any]:
-    records = _records(task, spec.split.locate(roots), spec.reader)  # type: ignore[arg-type]
+    found: list[Problem] = []
+    records = _records(task, spec.split.locate(roots), spec.reader, warnings=found)  # type: ignore[arg-type]
     train, evaluation = split_by_group(task, records, spec.train_fraction)
     pct = round(spec.train_fraction * 100)
     sources = [_source(spec.split, roots, len(train), f"train ({pct}% by {spec.group} hash)"),
@@ -191,7 +199,7 @@ def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots)
     n_split_train = len(train)
     added = []
     for extra in spec.extra_train:
-        extra_records = _records(task, extra.file.locate(roots), extra.reader)  # type: ignore[arg-type]
+        extra_records = _records(task, extra.file.locate(roots), extra.reader, warnings=found)  # type: ignore[arg-type]
         train.extend(extra_records)
         sources.append(_source(extra.file, roots, len(extra_records), "train (whole file)"))
         note = f"; {extra.note}" if extra.note else ""
@@ -201,7 +209,7 @@ def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots)
                    f"({n_split_train:,} {spec.unit}, split by a stable hash of the {spec.group}){plus} and "
                    f"evaluated on the other {100 - pct}% ({len(evaluation):,} {spec.unit}); no {spec.group} "
                    "straddles the split")
-    return ProtocolData(spec.name, False, description, train, evaluation, None, tuple(sources), roots)
+    return ProtocolData(spec.name, False, description, train, evaluation, None, tuple(sources), roots, tuple(found))
 
 
 def _grouping(task: Task[Any, Any], records: Sequence[Any]) -> str:
@@ -232,21 +240,23 @@ def _blob_note(task: Task[Any, Any], role: FileRole, source: DataSource) -> str:
 
 def _official(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     train_path, dev_path = paths
-    train = _records(task, train_path)
-    dev = _records(task, dev_path)
+    found: list[Problem] = []
+    train = _records(task, train_path, warnings=found)
+    dev = _records(task, dev_path, warnings=found)
     sources = (data_source(train_path, len(train), "train", roots.klue),
                data_source(dev_path, len(dev), "eval and selection", roots.klue))
     description = (f"official protocol: trained on the official {_label(task)} train file ({len(train):,} "
                    f"examples) and evaluated on the official dev file ({len(dev):,} examples), checkpoints "
                    f"selected on dev as in the official recipe"
                    f"{_blob_note(task, 'train', sources[0])}{_blob_note(task, 'dev', sources[1])}")
-    return ProtocolData(OFFICIAL, True, description, train, dev, dev, sources, roots)
+    return ProtocolData(OFFICIAL, True, description, train, dev, dev, sources, roots, tuple(found))
 
 
 def _heldout(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     train_path, dev_path = paths
-    full_train = _records(task, train_path)
-    dev = _records(task, dev_path)
+    found: list[Problem] = []
+    full_train = _records(task, train_path, warnings=found)
+    dev = _records(task, dev_path, warnings=found)
     selection, train = split_by_group(task, full_train, HELDOUT_FRACTION)
     pct = round(HELDOUT_FRACTION * 100)
     sources = (data_source(train_path, len(train), f"train ({100 - pct}% by group hash)", roots.klue),
@@ -255,12 +265,13 @@ def _heldout(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Proto
     description = (f"not the official protocol: trained on the official {_label(task)} train file "
                    f"{_minus_selection(task, full_train, train, selection)}, evaluated on the official dev file "
                    f"({len(dev):,} examples)")
-    return ProtocolData(HELDOUT, False, description, train, dev, selection, sources, roots)
+    return ProtocolData(HELDOUT, False, description, train, dev, selection, sources, roots, tuple(found))
 
 
 def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> ProtocolData[Any]:
     (dev_path,) = paths
-    dev = _records(task, dev_path)
+    found: list[Problem] = []
+    dev = _records(task, dev_path, warnings=found)
     train, evaluation = split_by_group(task, dev, DEV_TRAIN_FRACTION)
     pct = round(DEV_TRAIN_FRACTION * 100)
     sources = (data_source(dev_path, len(train), f"train ({pct}% of dev by group hash)", roots.klue),
@@ -268,7 +279,7 @@ def _dev_80_20(task: Task[Any, Any], paths: list[Path], roots: DataRoots) -> Pro
     description = (f"local protocol, not official: trained on {pct}% of the official {_label(task)} dev file "
                    f"({len(train):,} examples) and evaluated on the other {100 - pct}% ({len(evaluation):,} "
                    f"examples), split by a stable hash of {_grouping(task, dev)}")
-    return ProtocolData(DEV_80_20, False, description, train, evaluation, None, sources, roots)
+    return ProtocolData(DEV_80_20, False, description, train, evaluation, None, sources, roots, tuple(found))
 
 
 # ------------------------------------------------------------------------------------ files
@@ -283,6 +294,7 @@ class NamedFile:
     inferred: bool  # the format was told from the file, not given
     records: list[Any]
     identity: FileIdentity
+    warnings: tuple[Problem, ...] = ()
 
 
 def read_named(task: Task[Any, Any], path: Path, fmt: str | None = None, role: str = "train") -> NamedFile:
@@ -290,7 +302,8 @@ def read_named(task: Task[Any, Any], path: Path, fmt: str | None = None, role: s
     listing every problem, led by a hint on naming the format (`--{role}-format`) where one fits."""
     reading = read(task, path, fmt, purpose="train", option=f"--{role}-format")
     assert reading.identified is not None  # a path, not rows already loaded
-    return NamedFile(reading.shown, reading.format, reading.inferred, reading.records, identify(reading.identified))
+    return NamedFile(reading.shown, reading.format, reading.inferred, reading.records, identify(reading.identified),
+                     tuple(reading.problems))
 
 
 def carve(task: Task[Any, Any], records: Sequence[Any], selection_fraction: float | None,
@@ -424,8 +437,9 @@ def resolve_files(task: Task[Any, Any], train: Path, eval: Path | None = None, s
     description = (f"local protocol `files`, not official: trained on {train_part.words}, checkpoints selected on "
                    f"{selection_part.words}, evaluated on {eval_part.words}"
                    f"{'; no group straddles the split' if carved else ''}{_overlap_note(task, separate)}")
+    named = [f for f in (train_file, selection_file, eval_file) if f is not None]
     return ProtocolData(FILES, False, description, train_part.records, eval_part.records, selection_part.records,
-                        tuple(part.source for part in parts), roots)
+                        tuple(part.source for part in parts), roots, tuple(w for f in named for w in f.warnings))
 
 
 # ------------------------------------------------------------------------------------ hf

@@ -49,6 +49,7 @@ LLM = "llm"
 RESULTS_FILE = "results.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 STATISTICS_FILE = "statistics.npz"  # per-example statistics of the scores (docs/statistics.md)
+DATA_WARNINGS_FILE = "data_warnings.txt"  # every warning the readers gave on the run's data, one per line
 STATISTICS_FORMAT = "klue.statistics/1"
 
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError, Problem
+from klue.io.atomic import write_text_atomic
 from klue.io.provenance import git_revision, library_versions, utc_now
+from klue.io.threads import single_threaded_numerics
 from klue.metrics.classification import check_mode
 from klue.metrics.report import MetricMode, MetricReport
 from klue.metrics.resampling import Units
@@ -25,6 +27,7 @@ from klue.metrics.statistics import ExampleStatistics
 from klue.predictions import SHOWN_GUIDS, align, name_list, read_label_list, read_predictions
 from klue.protocols import ProtocolData
 from klue.results import (
+    DATA_WARNINGS_FILE,
     PREDICTIONS_FILE,
     RESULTS_FILE,
     STATISTICS_FILE,
@@ -118,10 +121,11 @@ def score_predictions(task: Task[Any, Any], golds: Sequence[Any], predictions_pa
     label_list = read_label_list(label_list_path, task.labels) if label_list_path is not None else None
     by_guid, kind, warnings = read_predictions(task, predictions_path, gold_guids, label_list)
     predictions = align(gold_guids, by_guid, str(predictions_path))
-    report = evaluate(task, golds, predictions, metric_mode, str(predictions_path))
-    statistics = None
-    if with_statistics and task.statistics is not None:
-        statistics = task.example_statistics(golds, predictions, metric_mode).only(report.scores)
+    with single_threaded_numerics():  # the same numbers for any thread count (klue.io.threads)
+        report = evaluate(task, golds, predictions, metric_mode, str(predictions_path))
+        statistics = None
+        if with_statistics and task.statistics is not None:
+            statistics = task.example_statistics(golds, predictions, metric_mode).only(report.scores)
     return ScoreResult(task.name, report, "", str(predictions_path), kind, tuple(warnings), statistics=statistics)
 
 
@@ -206,8 +210,19 @@ def judge(task: Task[Any, Any], data: ProtocolData[Any], run_dir: Path, mode: Me
                 Units.of([task.group_key(g) for g in data.eval]).index, scored.statistics.only(results.scores)))
     results.wall_time_s = time.perf_counter() - producer.started
     if write:
+        write_data_warnings(run_dir, data.warnings)
         write_results(run_dir / RESULTS_FILE, results)
     return results
+
+
+def write_data_warnings(run_dir: Path, warnings: Sequence[Problem]) -> None:
+    """Every warning the readers gave on the run's data, one per line (`run_dir/data_warnings.txt`); none, no
+    file (an older run's is removed, so the file always speaks of the data these results came from)."""
+    path = run_dir / DATA_WARNINGS_FILE
+    if not warnings:
+        path.unlink(missing_ok=True)
+        return
+    write_text_atomic(path, "".join(f"{' '.join(str(w).split())}\n" for w in warnings))
 
 
 def failure_results(task: str, task_version: str, model: str, model_family: str, seed: int, protocol: str,

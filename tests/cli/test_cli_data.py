@@ -120,11 +120,11 @@ def test_export_refusals_exit_2_with_one_line(tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep")
-    cases = [(["--format", "csv"], "--format must be one of hf, not 'csv'"),
-             (["--data-dir", str(tmp_path / "empty")], "none of the official nli train and dev files is here"),
+    cases = [(["--task", "nli", "--format", "csv"], "--format must be one of hf, not 'csv'"),
+             (["--task", "nli", "--data-dir", str(tmp_path / "empty")], "none of the official nli train and dev"),
              (["--task", "nope"], "unknown task 'nope'")]
     for extra, message in cases:
-        args = ["data", "export", "--task", "nli", "--out", str(tmp_path / "out"), *extra]
+        args = ["data", "export", "--out", str(tmp_path / "out"), *extra]
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and message in result.output, result.output
     nli_dir = tmp_path / "root" / "klue-nli-v1.1"

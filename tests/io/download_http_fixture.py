@@ -27,6 +27,8 @@ class Route:
     breaks: int = 0  # this many responses break off after half their body, then the full body is sent
     accept_ranges: bool = True
     status: int = 200
+    status_times: int | None = None  # answer `status` this many times, then the body (None: always)
+    headers: dict[str, str] = field(default_factory=dict)  # sent with a `status` answer (Retry-After)
     drip_s: float = 0.0  # > 0: send `drip_bytes` bytes, then wait this long, until the body is sent
     drip_bytes: int = 1
 
@@ -35,6 +37,7 @@ class Route:
 class Hit:
     path: str
     range: str | None
+    authorization: str | None = None
 
 
 @dataclass
@@ -55,13 +58,19 @@ class FileServer:
 
             def do_GET(self) -> None:
                 path = urllib.parse.unquote(urllib.parse.urlparse(self.path).path).lstrip("/")
-                server_ref.hits.append(Hit(path, self.headers.get("Range")))
+                server_ref.hits.append(Hit(path, self.headers.get("Range"), self.headers.get("Authorization")))
                 route = server_ref.routes.get(path)
                 if route is None:
                     self.send_error(404, "Not Found")
                     return
-                if route.status != 200:
-                    self.send_error(route.status)
+                if route.status != 200 and route.status_times != 0:
+                    if route.status_times is not None:
+                        route.status_times -= 1
+                    self.send_response(route.status)
+                    for name, value in route.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 body, start = route.body, 0
                 requested = self.headers.get("Range", "")

@@ -212,6 +212,43 @@ def test_server_error_is_retried(tmp_path: Path) -> None:
     assert outcome.status == "failed" and "HTTP 503" in outcome.detail
 
 
+def test_http_500_is_not_retried(tmp_path: Path) -> None:
+    data = b"fine"
+    task = synthetic_task((declared("demo/f.txt", data),))
+    with FileServer({"demo/f.txt": Route(data, status=500)}) as server:
+        (outcome,) = dl.download([task], tmp_path, base_url=server.url, policy=FAST).outcomes
+        assert len(server.hits) == 1  # the same request gets the same answer (klue.io.retry)
+    assert outcome.status == "failed" and "HTTP 500" in outcome.detail
+
+
+def test_429_waits_what_retry_after_says(tmp_path: Path) -> None:
+    data = b"fine"
+    waits: list[float] = []
+    with FileServer({"f.txt": Route(data, status=429, status_times=1, headers={"Retry-After": "7"})}) as server:
+        handle = io.BytesIO()
+        assert dl.fetch_url(f"{server.url}/f.txt", handle, FAST, sleep=waits.append) == len(data)  # type: ignore[arg-type]
+    assert handle.getvalue() == data and waits == [0.0, 7.0]
+
+
+def test_a_retry_after_longer_than_we_wait_fails_at_once(tmp_path: Path) -> None:
+    waits: list[float] = []
+    with FileServer({"f.txt": Route(b"x", status=503, headers={"Retry-After": "86400"})}) as server:
+        with pytest.raises(dl.DownloadError, match=r"asks to wait 86400 s, longer than klue waits"):
+            dl.fetch_url(f"{server.url}/f.txt", io.BytesIO(), FAST, sleep=waits.append)  # type: ignore[arg-type]
+        assert len(server.hits) == 1 and sum(waits) == 0
+
+
+def test_mirror_credentials_are_sent_and_never_shown(tmp_path: Path) -> None:
+    task = synthetic_task((declared("demo/f.txt", b"the content"), declared("demo/g.txt", b"other")))
+    with FileServer({"demo/f.txt": Route(b"the content")}) as server:
+        base = server.url.replace("http://", "http://reader:s3cret-Token@")
+        report = dl.download([task], tmp_path, base_url=base, policy=FAST)
+        assert {hit.authorization for hit in server.hits} == {"Basic cmVhZGVyOnMzY3JldC1Ub2tlbg=="}
+    assert [o.status for o in report.outcomes] == ["downloaded", "failed"]
+    shown = f"{report.source} {report.outcomes[1].detail}"
+    assert "HTTP 404" in shown and "s3cret" not in shown and "reader" not in shown and "***@127.0.0.1" in shown
+
+
 def test_a_bad_copy_in_place_is_replaced_by_a_verified_one(tmp_path: Path) -> None:
     data = b"the real content"
     task = synthetic_task((declared("demo/f.txt", data),))
@@ -226,10 +263,10 @@ def test_a_bad_copy_in_place_is_replaced_by_a_verified_one(tmp_path: Path) -> No
 # --------------------------------------------------------------------------------------- no network
 
 
-def test_no_network_exits_2_with_one_sentence(tmp_path: Path, monkeypatch) -> None:
+def test_no_network_exits_3_with_one_sentence(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(dl.BASE_URL_ENV, f"http://127.0.0.1:{closed_port()}")
     result = runner.invoke(app, ["data", "download", "nli", "--dest", str(tmp_path / "d")])
-    assert result.exit_code == 2
+    assert result.exit_code == 3  # the host, not the input: README, "Exit codes"
     message = result.stderr.strip()
     assert message.startswith("klue: error: the download could not reach 127.0.0.1:")
     assert "--from DIR" in message and "KLUE_DATA_DIR" in message and "--data-dir" in message

@@ -4,14 +4,17 @@ It answers `/v1/models`, `/v1/completions` (echo + logprobs, generation, GBNF `g
 `structured_outputs` choices) and `/v1/chat/completions`, with a toy tokenizer: words with their leading
 space (" 긍정"), punctuation alone, so "긍" + "정" is one token across a boundary. It can add a
 SentencePiece-style dummy prefix (a leading " " in the token text, which shifts every offset by one) or a
-"<s>" token, fail a number of requests with a status, drop connections, answer slowly, and it records
-every request (headers included) and the most requests it had in flight at once.
+"<s>" token, fail a number of requests with a status, drop connections, answer slowly, misbehave as real
+servers and proxies do (`faults`: reset the connection, cut the body short, answer malformed JSON), and it
+records every request (headers included) and the most requests it had in flight at once.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+FAULTS = ("reset", "cut", "malformed")  # a TCP reset, a body cut short, a 200 whose body is not JSON
 TOKEN = re.compile(r" ?[\w]+| ?[^\w ]| ")
 GENERATED = "!"  # the one token generated after an echoed prompt
 
@@ -50,6 +54,8 @@ class FakeOpenAI:
     failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)  # (status, headers) to answer next
     drops: int = 0  # this many next requests get their connection closed without an answer
     error_message: Callable[[dict[str, str]], str] | None = None  # the text of a failure's error.message
+    faults: list[str] = field(default_factory=list)  # FAULTS to commit on the next requests, one each
+    fault_of: Callable[[dict[str, Any]], str | None] | None = None  # per request body, before `faults`
     seen: list[Seen] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -157,6 +163,9 @@ class FakeOpenAI:
                     drop = fake.drops > 0
                     fake.drops -= int(drop)
                     failure = fake.failures.pop(0) if fake.failures and not drop else None
+                    fault = fake.fault_of(body) if fake.fault_of else None
+                    if fault is None and fake.faults and not drop and failure is None:
+                        fault = fake.faults.pop(0)
                 try:
                     time.sleep(fake.delay_of(body) if fake.delay_of else fake.delay_s)
                     if drop:  # a connection that breaks before any answer
@@ -169,10 +178,30 @@ class FakeOpenAI:
                         return
                     answer = (fake.completion(body) if self.path.endswith("/completions")
                               and not self.path.endswith("/chat/completions") else fake.chat_answer(body))
+                    if fault is not None:
+                        self.misbehave(fault, answer)
+                        return
                     self.reply(answer.pop("__status__", 200), answer)
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1
+
+            def misbehave(self, fault: str, answer: dict[str, Any]) -> None:
+                raw = json.dumps(answer, ensure_ascii=False).encode("utf-8")
+                if fault == "reset":  # SO_LINGER 0: closing sends a RST instead of a FIN
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    return
+                if fault == "malformed":
+                    raw = raw[: len(raw) // 2]  # half an object: not JSON
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw) if fault == "malformed" else len(raw) * 2))
+                self.end_headers()
+                self.wfile.write(raw)  # "cut": half of what Content-Length promised, then the connection closes
+                self.close_connection = fault == "cut"
+                if fault not in FAULTS:
+                    raise ValueError(f"unknown fault {fault!r}; faults: {FAULTS}")
 
             def reply(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 raw = json.dumps(data, ensure_ascii=False).encode("utf-8")

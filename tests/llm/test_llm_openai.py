@@ -209,7 +209,7 @@ def test_a_server_busy_past_every_attempt_says_so(fake_server: Start) -> None:
     server = fake_server()
     b = backend(server, max_attempts=3)
     server.failures = [(503, {})] * 5
-    with pytest.raises(BackendError, match="answered HTTP 503: try later"):
+    with pytest.raises(BackendError, match="answered HTTP 503 after 3 attempts: try later"):
         b.generate([GenerateRequest(prompt="x")])
 
 

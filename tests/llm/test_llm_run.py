@@ -59,8 +59,9 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
     out = tmp_path / "bench"
     # few-shot on all 8 tasks; zero-shot on one task of each kind (label, span, structure), to keep the suite short
     tasks = "all" if shots else "nli,ner,dp"
-    args = ["llm", "--model", f"hf:{tiny_llama}", "--tasks", tasks, "--limit", str(LIMIT), "--shots", str(shots),
-            "--out", str(out), "--jobs", "0", "--data-dir", str(klue_data_dir), "--extra-data-dir", str(shared_data_dir)]
+    common = ["llm", "--model", f"hf:{tiny_llama}", "--limit", str(LIMIT), "--shots", str(shots), "--out", str(out),
+              "--jobs", "0", "--data-dir", str(klue_data_dir), "--extra-data-dir", str(shared_data_dir)]
+    args = [*common, "--tasks", tasks]
     run = klue(*args)
     assert run.returncode == 0, run.stderr[-4000:]
     found = cells(out)
@@ -90,7 +91,7 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
     nli = found["nli"]
     before = read_results(nli / "results.json")
     (nli / "results.json").unlink()
-    assert klue(*args, "--tasks", "nli").returncode == 0
+    assert klue(*common, "--tasks", "nli").returncode == 0
     after = read_results(nli / "results.json")
     assert after.scores == before.scores
     assert after.llm is not None and after.llm.usage["requests"] == 0 and after.llm.usage["cache_hits"] > 0

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from klue.errors import DataError
+from klue.errors import DataError, UnreachableError
 from klue.families import family_of
 from klue.io.atomic import write_text_atomic
 from klue.io.locate import DataRoots
 from klue.io.output import OutputError, output_error
+from klue.io.redact import redact_text
 from klue.protocols import ProtocolData
 from klue.results import PREDICTIONS_FILE, RESULTS_FILE, Results, write_results
 from klue.tasks.base import Task
@@ -100,8 +101,13 @@ class CellSpec:
         return Path(self.out_dir)
 
     @property
+    def shown_model(self) -> str:
+        """The model as every output names it: a server URL's credentials blanked."""
+        return redact_text(self.model)
+
+    @property
     def label(self) -> str:
-        return f"{self.task} · {self.model} · seed {self.seed}"
+        return f"{self.task} · {self.shown_model} · seed {self.seed}"
 
 
 class CellFamily(Protocol):
@@ -115,8 +121,8 @@ CellRunner = Callable[[CellSpec], Results]
 
 
 def model_slug(model: str) -> str:
-    """A directory name for a model: `klue/roberta-base` -> `klue--roberta-base`."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model.strip().strip("/").replace("/", "--")).strip("-.")
+    """A directory name for a model: `klue/roberta-base` -> `klue--roberta-base` (never a URL's credentials)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", redact_text(model).strip().strip("/").replace("/", "--")).strip("-.")
     if not slug:
         raise ValueError(f"model name {model!r} gives an empty directory name")
     return slug
@@ -172,7 +178,7 @@ def describe_failure(error: BaseException) -> FailureInfo:
     text = str(error).strip() or type(error).__name__
     if not type(error).__module__.startswith("klue."):  # klue's own errors are written to be read as they are
         text = f"{type(error).__name__}: {text}"
-    return FailureInfo(" ".join(text.split()), "".join(traceback.format_exception(error)))
+    return FailureInfo(redact_text(" ".join(text.split())), redact_text("".join(traceback.format_exception(error))))
 
 
 def failed_results(spec: CellSpec, error: str, wall_time_s: float) -> Results:
@@ -184,7 +190,7 @@ def failed_results(spec: CellSpec, error: str, wall_time_s: float) -> Results:
         task_version = registry.get(spec.task).version
     except KeyError:  # an unknown task name is itself the failure being recorded
         task_version = ""
-    return failure_results(spec.task, task_version, spec.model, family_of(spec.model).name, spec.seed,
+    return failure_results(spec.task, task_version, spec.shown_model, family_of(spec.model).name, spec.seed,
                            spec.protocol, spec.mode, error, wall_time_s)
 
 
@@ -199,6 +205,7 @@ class CellOutcome:
     wall_time_s: float = 0.0
     protocol: str = ""
     cannot_write: bool = False  # the cell failed to write its output (full disk, read-only): so would the rest
+    unreachable: bool = False  # a server the cell needs answered nothing at all: exit code 3, the run stops
 
 
 @contextmanager
@@ -252,7 +259,8 @@ def execute_cell(cell_runner: CellRunner, spec: CellSpec, capture_output: bool =
             except (OSError, DataError) as unrecorded:
                 message = f"{info.error}; the failure itself could not be recorded: {describe_failure(unrecorded).error}"
                 cannot_write = True
-            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write)
+            return CellOutcome(spec, "failed", message, {}, elapsed, spec.protocol, cannot_write=cannot_write,
+                               unreachable=isinstance(error, UnreachableError))
 
 
 @contextmanager

@@ -42,6 +42,7 @@ from klue.benchmark.manifest import MANIFEST_FILE
 from klue.errors import DataError
 from klue.families import uses_gpu
 from klue.io.processes import import_ray
+from klue.io.redact import redact_text, redact_url
 
 FORWARDED_ENV = ("KLUE_DATA_DIR", "KLUE_EXTRA_DATA_DIR")  # where the cells read data, as on the driver
 
@@ -118,7 +119,8 @@ class RayExecutor(Executor):
             ray.init(address=address, runtime_env={"env_vars": env} if env else None, log_to_driver=False,
                      logging_level=logging.WARNING)
         except (ConnectionError, RuntimeError, ValueError, TimeoutError) as error:
-            raise DataError(f"cannot connect to the Ray cluster at {address}: {_first_line(error)}") from None
+            raise DataError(f"cannot connect to the Ray cluster at {redact_url(address)}: "
+                            f"{redact_text(_first_line(error))}") from None
 
     def _fits_at_once(self) -> int:
         """How many cells the cluster runs at once (at least 1): by CPUs, and by GPUs when every cell takes one."""
@@ -149,8 +151,9 @@ class RayExecutor(Executor):
             return self.options.address
 
     def describe(self) -> dict[str, Any]:
-        return {"name": "ray", "ray_version": self.ray.__version__, "address": self.address(),
-                "address_given": self.options.address, "started_by_klue": self.owned and not self.options.address,
+        given, found = self.options.address, self.address()
+        return {"name": "ray", "ray_version": self.ray.__version__, "address": found and redact_url(found),
+                "address_given": given and redact_url(given), "started_by_klue": self.owned and not given,
                 "nodes": self.nodes, "cluster_resources": self.resources, "workers": self.workers,
                 "cpus_per_cell": self.options.cpus_per_cell, "gpus_per_cell": self.gpus}
 

@@ -35,12 +35,14 @@ from klue.benchmark.cells import (
 )
 from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
-from klue.errors import DataError
+from klue.errors import DataError, UnreachableError
 from klue.families import family_of
 from klue.io import provenance
+from klue.io.console import make_console
 from klue.io.lock import exclusive
 from klue.io.output import OutputError, check_output_dir
 from klue.io.progress import ProgressBar
+from klue.io.redact import redact_text
 from klue.results import RESULTS_FILE, read_results
 
 if TYPE_CHECKING:
@@ -76,7 +78,8 @@ class BenchmarkPlan:
                 raise DataError(f"{name} repeat a value: {list(values)}")
         slugs = [model_slug(m) for m in self.models]
         if len(set(slugs)) != len(slugs):
-            raise DataError(f"two models share a directory name: {dict(zip(self.models, slugs))}")
+            shown = {redact_text(m): s for m, s in zip(self.models, slugs)}
+            raise DataError(f"two models share a directory name: {shown}")
 
     def cells(self) -> list[CellSpec]:
         """Task-major, then model, then seed: a report is useful task by task while the run goes on.
@@ -114,7 +117,7 @@ def cell_done(spec: CellSpec) -> bool:
         results = read_results(path)
     except DataError:
         return False  # half-written by something else or hand-edited: the cell runs again
-    if (results.task, results.model, results.seed) != (spec.task, spec.model, spec.seed):
+    if (results.task, results.model, results.seed) != (spec.task, spec.shown_model, spec.seed):
         raise DataError(f"{path} holds {results.task}/{results.model}/seed {results.seed}, "
                         f"not {spec.label}; use another --out", path)
     if results.status != "ok":
@@ -149,7 +152,7 @@ def _new_manifest(plan: BenchmarkPlan, executor: Executor, previous: Manifest | 
     now = provenance.utc_now()
     history = previous.invocations if previous else []
     return Manifest(
-        models=list(plan.models), tasks=list(plan.tasks), seeds=list(plan.seeds), protocol=plan.protocol,
+        models=[redact_text(m) for m in plan.models], tasks=list(plan.tasks), seeds=list(plan.seeds), protocol=plan.protocol,
         metric_mode=plan.mode, jobs=executor.workers, data_dir=plan.data_dir, extra_data_dir=plan.extra_data_dir,
         overrides=dict(plan.overrides), klue_version=provenance.library_versions().get("klue", "unknown"),
         git_revision=provenance.git_revision(), started_at=now,
@@ -181,7 +184,7 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
         todo = [c for c in cells if not cell_done(c)]
         executor = make_executor(plan, jobs, ray)
         try:
-            return _run_benchmark(plan, cells, todo, cell_runner, executor, console or Console(stderr=True))
+            return _run_benchmark(plan, cells, todo, cell_runner, executor, console or make_console(stderr=True))
         finally:
             executor.close()
 
@@ -209,6 +212,8 @@ def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSp
         write_manifest(plan.out, manifest)
         if outcome.cannot_write:  # every later cell would fail the same way: stop, as one clear error
             raise OutputError(f"{outcome.spec.label}: {outcome.error}", plan.out)
+        if outcome.unreachable:  # a server that is down: stop at once, with its own exit code (3)
+            raise UnreachableError(f"{outcome.spec.label}: {outcome.error}")
 
     status = "interrupted"
     progress = ProgressBar("benchmark", len(cells), done=len(summary.skipped), console=console)

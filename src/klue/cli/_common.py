@@ -5,25 +5,51 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+
+from klue.io.console import make_console
 
 if TYPE_CHECKING:
     from klue.benchmark.cells import FilesChoice
+    from klue.errors import Problem
 
-# Results and tables go to stdout; progress and messages to stderr, so `--json` output stays clean.
-stdout = Console()
-stderr = Console(stderr=True)
+# Results and tables go to stdout; progress and messages to stderr, so `--json` output stays clean. Where no
+# terminal reads them (a log, a pipe), nothing is wrapped: a path or a number is never cut in two.
+stdout = make_console()
+stderr = make_console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Stop with one clear sentence on stderr and exit code 2 (bad input or missing data)."""
     print(f"klue: error: {message}", file=sys.stderr)
     sys.exit(code)
+
+
+SHOWN_WARNINGS = 5  # warnings printed per file, one per line, before the count of the others
+
+
+def print_warnings(warnings: Sequence[Problem], kept_in: Path | None = None) -> None:
+    """Per file read, how many warnings its reader gave and the first ones in full (each names its line or
+    guid), then how many more; one file's must not hide another's. `kept_in`: where all of them are written."""
+    from rich.markup import escape
+
+    by_file: dict[str, list[Problem]] = {}
+    for problem in warnings:
+        by_file.setdefault(problem.path, []).append(problem)
+    for path, problems in by_file.items():
+        stderr.print(f"[yellow]{len(problems):,} warnings[/yellow] while reading {escape(path)}:", highlight=False,
+                     markup=True, soft_wrap=True)
+        for problem in problems[:SHOWN_WARNINGS]:
+            stderr.print(f"  {problem}", markup=False, highlight=False, soft_wrap=True)
+        if len(problems) > SHOWN_WARNINGS:
+            stderr.print(f"  ... and {len(problems) - SHOWN_WARNINGS:,} more", markup=False, highlight=False)
+    if warnings and kept_in is not None:
+        stderr.print(f"all {len(warnings):,} warnings are kept in {kept_in}", markup=False, highlight=False,
+                     soft_wrap=True)
 
 
 def metric_mode(mode: str) -> str:

@@ -73,7 +73,8 @@ def download_command(
     verified are skipped. Broken transfers are retried with backoff (resumed where the server allows);
     the temporary .part file of a download that was killed is removed by the next run.
     Without a network, use `--from DIR` to import a local copy, or point --data-dir / KLUE_DATA_DIR at
-    files you already have. Exit code 0 when every requested file is in place and verified, 2 otherwise.
+    files you already have. Exit code 0 when every requested file is in place and verified, 3 when the host
+    cannot be reached at all, 2 otherwise.
     """
     from rich.markup import escape
     from rich.table import Table
@@ -99,7 +100,7 @@ def download_command(
                 roles=roles or None, policy=policy, progress=progress,  # type: ignore[arg-type]
             )
     except dl.DownloadError as error:
-        fail(str(error))
+        fail(str(error), code=3 if isinstance(error, dl.HostUnreachableError) else 2)
 
     table = Table("task", "file", "status", "bytes", "detail", title=f"{version} files in {target}")
     for column in table.columns:

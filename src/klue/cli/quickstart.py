@@ -40,7 +40,9 @@ def ensure_data(data_dir: str | None, extra_data_dir: str | None) -> Any:
     try:
         with progress:
             report = download.download(registry.all_tasks(), roots.klue, progress=progress)
-    except download.DownloadError as error:  # no network: the downloader's one sentence
+    except download.HostUnreachableError:  # no network: the downloader's one sentence, exit 3
+        raise
+    except download.DownloadError as error:
         raise DataError(str(error), roots.klue) from None
     placed = sum(o.ok for o in report.outcomes)
     stderr.print(f"downloaded {placed} of {len(report.outcomes)} official files into {roots.klue}")

@@ -9,12 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from klue.cli._common import metric_mode, stderr, stdout
+from klue.cli._common import metric_mode, print_warnings, stderr, stdout
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from klue.errors import Problem
     from klue.scoring import ScoreResult
 
 
@@ -64,31 +61,11 @@ def score_command(
         stderr.print(f"reading --gold as {task.name} {fmt!r} (told from the file; --gold-format to choose)",
                      markup=False, highlight=False)
     result = score_files(task, gold, predictions, checked_mode, relation_list, fmt)
-    _print_warnings(result.warnings)
+    print_warnings(result.warnings)
     if as_json:
         print(json.dumps(result_to_json(result), ensure_ascii=False, indent=2, allow_nan=False))
         return
     _print_table(result)
-
-
-SHOWN_WARNINGS = 5  # warnings printed per file, one per line, before the count of the others
-
-
-def _print_warnings(warnings: Sequence[Problem]) -> None:
-    """Per file read (gold, then predictions), its first warnings in full (each names its guid or line),
-    then how many more: the gold file's must not hide the prediction file's."""
-    from rich.markup import escape
-
-    by_file: dict[str, list[Problem]] = {}
-    for problem in warnings:
-        by_file.setdefault(problem.path, []).append(problem)
-    for path, problems in by_file.items():
-        stderr.print(f"[yellow]{len(problems)} warnings[/yellow] while reading {escape(path)}:", highlight=False,
-                     markup=True, soft_wrap=True)
-        for problem in problems[:SHOWN_WARNINGS]:
-            stderr.print(f"  {problem}", markup=False, highlight=False, soft_wrap=True)
-        if len(problems) > SHOWN_WARNINGS:
-            stderr.print(f"  ... and {len(problems) - SHOWN_WARNINGS} more", markup=False, highlight=False)
 
 
 def _number(value: float) -> str:

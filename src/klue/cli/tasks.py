@@ -6,7 +6,8 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+
+from klue.io.console import make_console
 
 
 def register(app: typer.Typer) -> None:
@@ -69,4 +70,4 @@ def tasks_command(
         readers = "\n".join(["official", *entry["other_readers"]])
         table.add_row(entry["name"], entry["title"], files, sizes, _labels(entry["labels"]),
                       ", ".join(entry["metrics"]), protocols, readers)
-    Console().print(table)  # made per call so it follows the terminal width (COLUMNS) of this run
+    make_console().print(table)  # made per call so it follows the terminal width (COLUMNS) of this run

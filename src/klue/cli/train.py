@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from klue.cli._common import metric_mode, parse_key_values, stderr, stdout, with_own_data
+from klue.cli._common import (
+    metric_mode,
+    parse_key_values,
+    print_warnings,
+    stderr,
+    stdout,
+    with_own_data,
+)
 
 if TYPE_CHECKING:
     from klue.benchmark.cells import FilesChoice
@@ -106,6 +113,10 @@ def train_command(
     check_output_dir(out, "--output")  # before any data is read or model loaded
     check_free(out, "klue train")
     data = resolve_data(task, protocol, roots_from(data_dir, extra_data_dir), files)
+    if os.environ.get("RANK", "0") == "0":  # the readers' warnings, once, with where they are all written
+        from klue.results import DATA_WARNINGS_FILE
+
+        print_warnings(data.warnings, out / DATA_WARNINGS_FILE)
     results = family.run_alone(task, model, data, seed, out, mode, options)
     if os.environ.get("RANK", "0") != "0":  # under `accelerate launch`, only the main process reports
         return

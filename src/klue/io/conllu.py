@@ -36,25 +36,30 @@ class ConlluSentence:
 
 
 def read_sentences(path: Path, log: ProblemLog) -> list[ConlluSentence]:
-    """The sentences of a CoNLL-U file; problems go to `log` with their line."""
+    """The sentences of a CoNLL-U file; problems go to `log` with their line, one per bad cell: a word line
+    that cannot be read still counts as a word of its sentence, so the words after it are numbered and their
+    heads checked as the file means them (one bad HEAD is one error, not one per following word)."""
     text = read_text(path, log)
     if text is None:
         return []
     sentences: list[ConlluSentence] = []
     meta: dict[str, str] = {}
-    words: list[ConlluWord] = []
+    words: list[ConlluWord | None] = []  # None: a word line that could not be read (its problem is logged)
     start = 0
-    ok = True
+    numbered_to = 0  # the last word ID seen in this sentence, so a gap or a repeat is reported once
 
     def finish() -> None:
         n = len(words)
+        heads_ok = True
+        numbering_ok = n == numbered_to  # else heads name words that are not where their IDs say
         for word in words:
-            if not 0 <= word.head <= n:
-                log.error(f"line {start}", f"word {word.id}: HEAD {word.head} is out of range 0..{n}")
-                return
-        if words and ok:
-            sentences.append(ConlluSentence(meta.get("sent_id"), meta.get("text"), start, tuple(words)))
-        elif meta and not words and ok:
+            if word is not None and numbering_ok and not 0 <= word.head <= n:
+                log.error(f"line {word.line}", f"word {word.id}: HEAD {word.head} is out of range 0..{n}")
+                heads_ok = False
+        read = [w for w in words if w is not None]
+        if words and len(read) == n and heads_ok:
+            sentences.append(ConlluSentence(meta.get("sent_id"), meta.get("text"), start, tuple(read)))
+        elif meta and not words:
             log.error(f"line {start}", "sentence with comments but no words")
 
     lines = text.split("\n")
@@ -64,7 +69,7 @@ def read_sentences(path: Path, log: ProblemLog) -> list[ConlluSentence]:
         line = raw.removesuffix("\r")
         if not line.strip():
             finish()
-            meta, words, start, ok = {}, [], 0, True
+            meta, words, start, numbered_to = {}, [], 0, 0
             continue
         if not start:
             start = number
@@ -74,25 +79,29 @@ def read_sentences(path: Path, log: ProblemLog) -> list[ConlluSentence]:
                 meta[key.strip()] = value.strip()
             continue
         fields = line.split("\t")
-        where = f"line {number}"
-        if len(fields) != N_COLUMNS:
-            log.error(where, f"expected {N_COLUMNS} tab-separated CoNLL-U columns, found {len(fields)}")
-            ok = False
-            continue
         word_id = fields[0]
         if "-" in word_id or "." in word_id:
             continue  # a multi-word token range or an empty node: not a word of the basic tree
-        expected = len(words) + 1
-        if word_id != str(expected):
-            log.error(where, f"ID {word_id!r}: words must be numbered 1, 2, ... (expected {expected})")
-            ok = False
-            continue
-        try:
-            head = int(fields[6])
-        except ValueError:
-            log.error(where, f"HEAD {fields[6]!r} is not an integer")
-            ok = False
-            continue
-        words.append(ConlluWord(expected, fields[1], fields[2], fields[3], fields[4], head, fields[7], number))
+        words.append(_word(fields, len(words) + 1, numbered_to, f"line {number}", number, log))
+        numbered_to = int(word_id) if word_id.isdigit() else numbered_to + 1
     finish()
     return sentences
+
+
+def _word(fields: list[str], position: int, numbered_to: int, where: str, number: int,
+          log: ProblemLog) -> ConlluWord | None:
+    """One word line, or None after logging its one problem. An ID is right when it follows the previous
+    line's (`numbered_to` + 1: after a missing line) or the line's place (`position`: after one bad ID), so one
+    bad line is one error, not one per following word."""
+    if len(fields) != N_COLUMNS:
+        log.error(where, f"expected {N_COLUMNS} tab-separated CoNLL-U columns, found {len(fields)}")
+        return None
+    if fields[0] not in (str(numbered_to + 1), str(position)):
+        log.error(where, f"ID {fields[0]!r}: words must be numbered 1, 2, ... (expected {position})")
+        return None
+    try:
+        head = int(fields[6])
+    except ValueError:
+        log.error(where, f"HEAD {fields[6]!r} is not an integer")
+        return None
+    return ConlluWord(position, fields[1], fields[2], fields[3], fields[4], head, fields[7], number)

@@ -9,8 +9,10 @@ Every file is identified by what its task declares: a v1.1 file by its git blob 
 where known), a v1 tarball by sha256 and size. A file is written to a temporary file beside its final
 place, verified, then renamed; one that fails verification is deleted, never left in place. A file
 already present that verifies is skipped. Only the standard library talks HTTP (the core install has
-no `requests`); a broken transfer is retried with exponential backoff and resumed with a Range request
-when the server accepts ranges.
+no `requests`); what a retry can help (a broken transfer, HTTP 429 with its Retry-After, 502-504) is retried
+under klue's one retry policy (`klue.io.retry`), a broken transfer resumed with a Range request when the
+server accepts ranges. A mirror URL may carry credentials (`https://user:token@mirror/`): they are sent as
+a Basic header and blanked in every message (`klue.io.redact`).
 
 Two clocks bound a transfer: a socket timeout per read (`RetryPolicy.timeout_s`: a silent server) and a
 deadline for the whole file, all attempts included (`RetryPolicy.deadline_s`: a server that drips a byte
@@ -48,9 +50,12 @@ except ImportError:  # Windows: by its age instead (_part_abandoned)
 
 from rich.progress import Progress, TaskID
 
+from klue.errors import UnreachableError
 from klue.io.atomic import swap_in, temp_dir_in, temp_path_beside
 from klue.io.hashing import git_blob_sha1, sha256_file
+from klue.io.redact import redact_url, split_credentials
 from klue.io.release import ArchiveFile, FileRole, OfficialFile
+from klue.io.retry import Deadline, RetryPolicy, retry_after_seconds, retryable_status
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com/KLUE-benchmark/KLUE/main/klue_benchmark/"
 BASE_URL_ENV = "KLUE_DOWNLOAD_BASE_URL"  # a mirror of `klue_benchmark/` (v1.1 files by official path)
@@ -81,25 +86,22 @@ class DownloadError(Exception):
     """A file could not be fetched or did not verify; the message is one sentence for the user."""
 
 
-class HostUnreachableError(DownloadError):
-    """No connection to the host at all (refused, DNS failure, connect timeout): nothing will work."""
+class HostUnreachableError(DownloadError, UnreachableError):
+    """No connection to the host at all (refused, DNS failure, connect timeout): nothing will work (exit 3)."""
 
 
 class _TransientError(Exception):
-    """A transfer that broke off (connection dropped, short body, 5xx): worth another attempt."""
+    """A transfer that broke off (connection dropped, short body, 429, 502-504): worth another attempt."""
+
+    def __init__(self, why: str, retry_after_s: float | None = None) -> None:
+        super().__init__(why)
+        self.retry_after_s = retry_after_s  # the server's Retry-After, in seconds, when it gave one
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 4  # tries per file, the first included
-    backoff_s: float = 1.0  # wait before the 2nd try; doubled before each further one
-    max_backoff_s: float = 16.0
-    timeout_s: float = 30.0  # socket timeout for connecting and for each read
-    deadline_s: float | None = DEFAULT_DEADLINE_S  # the whole transfer of one file, every attempt included
-
-    def wait_before(self, attempt: int) -> float:
-        """Seconds to sleep before try number `attempt` (1-based; the first try waits 0)."""
-        return 0.0 if attempt <= 1 else min(self.backoff_s * 2 ** (attempt - 2), self.max_backoff_s)
+# The whole transfer of one file, every attempt included, is bounded by the deadline (RetryPolicy is klue's one
+# retry policy, klue.io.retry, re-exported here for the callers of the downloader).
+DOWNLOAD_POLICY = RetryPolicy(deadline_s=DEFAULT_DEADLINE_S)
+NO_DEADLINE = Deadline(None, None)
 
 
 @dataclass(frozen=True)
@@ -238,8 +240,9 @@ def _is_unreachable(error: urllib.error.URLError) -> bool:
 
 
 def _host(url: str) -> str:
+    """`host:port` of a URL, without any credentials."""
     parsed = urllib.parse.urlparse(url)
-    return parsed.netloc or url
+    return parsed.netloc.rpartition("@")[2] or redact_url(url)
 
 
 def _unreachable_message(url: str, reason: object) -> str:
@@ -250,25 +253,10 @@ def _unreachable_message(url: str, reason: object) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Deadline:
-    """When the whole transfer of one file must be done, on the monotonic clock (None: never)."""
-
-    seconds: float | None
-    at: float | None
-
-    @classmethod
-    def starting_now(cls, seconds: float | None) -> Deadline:
-        return cls(seconds, None if seconds is None else time.monotonic() + seconds)
-
-    def passed(self, after_s: float = 0.0) -> bool:
-        """Whether the deadline has passed (or will have, `after_s` seconds from now)."""
-        return self.at is not None and time.monotonic() + after_s >= self.at
-
-    def error(self, url: str, received: int, total: int | None) -> DownloadError:
-        got = f"{received} of {total} bytes" if total is not None else f"{received} bytes"
-        return DownloadError(f"the transfer of {url} did not finish within its deadline of {self.seconds:g} s "
-                             f"(--deadline); {got} had arrived")
+def _deadline_error(deadline: Deadline, url: str, received: int, total: int | None) -> DownloadError:
+    got = f"{received} of {total} bytes" if total is not None else f"{received} bytes"
+    return DownloadError(f"the transfer of {redact_url(url)} did not finish within its deadline of "
+                         f"{deadline.seconds:g} s (--deadline); {got} had arrived")
 
 
 def _expected_total(response: http.client.HTTPResponse) -> int | None:
@@ -298,29 +286,33 @@ def _one_attempt(
     policy: RetryPolicy,
     progress: Progress | None,
     progress_id: TaskID | None,
-    deadline: Deadline = Deadline(None, None),
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[int, bool]:
     """Fetch `url` into `handle` (resuming at `offset` when > 0); returns (bytes in handle,
     server accepts ranges). Raises _TransientError when the body breaks off, DownloadError when the
     deadline passes (checked as bytes arrive; a read that gets none waits at most `policy.timeout_s`)."""
+    plain_url, authorization = split_credentials(url)
     headers = {"User-Agent": USER_AGENT}
+    if authorization:
+        headers["Authorization"] = authorization
     if offset:
         headers["Range"] = f"bytes={offset}-"
-    request = urllib.request.Request(url, headers=headers)
+    request = urllib.request.Request(plain_url, headers=headers)
     try:
         response = urllib.request.urlopen(request, timeout=policy.timeout_s)
     except urllib.error.HTTPError as error:
         if error.code == 416 and offset:  # our partial copy is not a prefix the server knows: restart
             raise _TransientError("server refused the resume range") from error
-        if error.code >= 500 or error.code == 429:
-            raise _TransientError(f"HTTP {error.code} {error.reason}") from error
-        raise DownloadError(f"the server answered HTTP {error.code} {error.reason} for {url}") from error
+        if retryable_status(error.code):
+            raise _TransientError(f"HTTP {error.code} {error.reason}",
+                                  retry_after_seconds(error.headers.get("Retry-After"))) from error
+        raise DownloadError(f"the server answered HTTP {error.code} {error.reason} for {redact_url(url)}") from error
     except urllib.error.URLError as error:
         if _is_unreachable(error):
             raise HostUnreachableError(_unreachable_message(url, error.reason)) from error
         if isinstance(error.reason, OSError):
             raise _TransientError(str(error.reason)) from error
-        raise DownloadError(f"cannot fetch {url}: {error.reason}") from error
+        raise DownloadError(f"cannot fetch {redact_url(url)}: {error.reason}") from error
     except (http.client.HTTPException, ConnectionError, TimeoutError) as error:
         raise _TransientError(f"{type(error).__name__}: {error}") from error
 
@@ -342,7 +334,7 @@ def _one_attempt(
                     progress.update(progress_id, completed=received)
                 if deadline.passed():
                     handle.flush()
-                    raise deadline.error(url, received, total)
+                    raise _deadline_error(deadline, url, received, total)
         except (http.client.HTTPException, ConnectionError, TimeoutError, OSError) as error:
             handle.flush()
             why = f"{type(error).__name__}: {error}"
@@ -367,7 +359,7 @@ class _BrokenTransfer(_TransientError):
 def fetch_url(
     url: str,
     handle: BinaryIO,
-    policy: RetryPolicy = RetryPolicy(),
+    policy: RetryPolicy = DOWNLOAD_POLICY,
     progress: Progress | None = None,
     progress_id: TaskID | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -376,15 +368,21 @@ def fetch_url(
     resuming with Range when the server accepts ranges). Returns the number of bytes written.
 
     Raises HostUnreachableError when no connection can be made, DownloadError for an HTTP error reply,
-    when every attempt broke off, or when `policy.deadline_s` passed first."""
+    when every attempt broke off, when a server asks for a longer pause than the policy waits, or when
+    `policy.deadline_s` passed first."""
     deadline = Deadline.starting_now(policy.deadline_s)
     offset = received = 0
     total: int | None = None
     last_reason = ""
+    retry_after: float | None = None
     for attempt in range(1, policy.attempts + 1):
-        wait = policy.wait_before(attempt)
+        if policy.too_long(retry_after):
+            raise DownloadError(f"{redact_url(url)}: the server is busy and asks to wait {retry_after:.0f} s, "
+                                f"longer than klue waits ({policy.max_retry_after_s:g} s); run the same command "
+                                "again later")
+        wait = policy.wait_before(attempt, retry_after)
         if deadline.passed(after_s=wait):  # no try that would start after the deadline
-            raise deadline.error(url, received, total)
+            raise _deadline_error(deadline, url, received, total)
         sleep(wait)
         try:
             received, _ = _one_attempt(url, handle, offset, policy, progress, progress_id, deadline)
@@ -396,7 +394,8 @@ def fetch_url(
         except _TransientError as error:
             offset = 0
             last_reason = str(error)
-    raise DownloadError(f"the transfer of {url} broke off {policy.attempts} times (last: {last_reason})")
+            retry_after = error.retry_after_s
+    raise DownloadError(f"the transfer of {redact_url(url)} broke off {policy.attempts} times (last: {last_reason})")
 
 
 # ----------------------------------------------------------------------------------------- placing
@@ -515,7 +514,7 @@ def place_file(
     wanted: WantedFile,
     dest: Path,
     from_dir: Path | None = None,
-    policy: RetryPolicy = RetryPolicy(),
+    policy: RetryPolicy = DOWNLOAD_POLICY,
     progress: Progress | None = None,
 ) -> FileOutcome:
     """Put one file at `dest / wanted.path`: skip it when present and verified, else fetch it (HTTP,
@@ -549,7 +548,7 @@ def place_file(
                 fetch_url(wanted.url, handle, policy, progress, progress_id)
         problem = verification_problem(tmp, wanted)
         if problem is not None:
-            where = source_file if source_file is not None else wanted.url
+            where = source_file if source_file is not None else redact_url(wanted.url)
             return FileOutcome(
                 wanted.task,
                 wanted.path,
@@ -670,7 +669,7 @@ def download(
     base_url: str | None = None,
     from_dir: Path | None = None,
     roles: Iterable[FileRole] | None = None,
-    policy: RetryPolicy = RetryPolicy(),
+    policy: RetryPolicy = DOWNLOAD_POLICY,
     progress: Progress | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> DownloadReport:
@@ -681,7 +680,8 @@ def download(
         raise DownloadError(f"--from {from_dir} is not a directory")
     base = base_url_for(version, base_url, environ)
     wanted = plan(tasks, version, base, roles)
-    source = str(from_dir) if from_dir is not None else (base or "the URLs the task modules declare")
+    source = str(from_dir) if from_dir is not None else (redact_url(base) if base else
+                                                          "the URLs the task modules declare")
     report = DownloadReport(dest=dest, version=version, source=source)
     if not wanted:
         return report

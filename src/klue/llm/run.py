@@ -21,6 +21,7 @@ from typing import Any
 from klue.errors import DataError
 from klue.io.atomic import write_jsonl_atomic
 from klue.io.progress import ProgressBar
+from klue.io.redact import redact_text
 from klue.llm.backends.base import Backend, Capabilities, GenerateRequest, LoglikRequest, schema_text
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
@@ -137,7 +138,7 @@ def run(task: Task[Any, Any], spec_text: str, protocol_data: ProtocolData[Any], 
     the one the spec names (tests); the request cache is `cache_path` (default: out_dir/llm_cache.sqlite)."""
     from klue.io.lock import exclusive
 
-    with exclusive(Path(out_dir), f"klue llm {task.name} {spec_text}"):
+    with exclusive(Path(out_dir), f"klue llm {task.name} {redact_text(spec_text)}"):
         return _run(task, spec_text, protocol_data, seed, Path(out_dir), metric_mode, settings or LlmSettings(),
                     backend, cache_path)
 
@@ -152,6 +153,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
         raise DataError(f"--form takes {' or '.join(FORMS)}, not {settings.form!r}")
     prompts: TaskPrompts = task.make_prompts(data.roots)
     inner = backend if backend is not None else open_backend(parse_spec(spec_text))
+    spec_text = redact_text(spec_text)  # the model's name in every output from here: no URL credentials
     mode, notes = choose_mode(prompts, settings.mode, inner.capabilities.loglik, task.name)
     if settings.form == CHAT and not inner.capabilities.chat:
         raise DataError(f"{spec_text}: the chat form needs a chat template or endpoint, which this backend lacks; "

@@ -4,7 +4,8 @@ prefix (the registry `klue.llm.backends.KINDS`) and what that backend needs afte
 - `hf:NAME_OR_DIR`: a transformers causal LM in this process (a hub name or a local directory);
 - `openai:MODEL@BASE_URL`: any OpenAI-compatible server (vLLM, llama.cpp, SGLang, a hosted API); the API
   key comes from the environment variable named by `--api-key-env` (default OPENAI_API_KEY), never from the
-  spec, and is written to no output.
+  spec, and is written to no output. A base URL may carry `user:password@` (a proxy's Basic auth): they are
+  sent, and blanked wherever the spec is shown or written (`klue.io.redact`).
 
 A spec no backend claims is a DataError that lists the kinds there are; never a guess.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from klue.errors import DataError
+from klue.io.redact import redact_text
 from klue.llm import backends
 from klue.llm.backends import BackendKind
 from klue.llm.backends.base import Backend, BackendOptions
@@ -45,7 +47,7 @@ def parse_spec(text: str) -> ModelSpec:
     kind = kind_of(text)
     target = text[len(kind.prefix):].strip() if kind is not None else ""
     if kind is None or not target:
-        raise DataError(f"model spec {text!r}: no LLM backend takes it; the known kinds: {known_kinds()}")
+        raise DataError(f"model spec {redact_text(text)!r}: no LLM backend takes it; the known kinds: {known_kinds()}")
     backend_module(kind).check_target(target)
     return ModelSpec(kind, target)
 

@@ -6,12 +6,20 @@
   config with fresh (seeded) weights, i.e. trained from scratch (`klue.models.tiny.make_tiny_model_dir`);
 - a directory written by `save_finetuned` (it holds `klue_model.json`): its encoder weights, for further
   fine-tuning, or the whole model for `klue predict`.
+
+Loading a model never executes code from it: weights are read only from safetensors (a pickled
+`pytorch_model.bin` can run anything when unpickled; torch's `weights_only` guard is not in every torch klue
+accepts), and no Python shipped with a model runs (`trust_remote_code=False`). `check_loads_without_code`
+and the keyword sets `WEIGHTS_WITHOUT_CODE` / `FILES_WITHOUT_CODE` are the one place every loader (train,
+predict, the in-process LLM backend, embedding models) goes through.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, cast
@@ -29,6 +37,11 @@ CARD_FORMAT = "klue.finetuned/1"
 WEIGHTS_FILE = "model.safetensors"
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                  "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+# Weights in a pickle (torch.save, joblib): unpickling runs whatever the file says.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib")
+# Every from_pretrained of weights, and of configs and tokenizers: nothing a model directory holds is executed.
+WEIGHTS_WITHOUT_CODE: dict[str, Any] = {"use_safetensors": True, "trust_remote_code": False}
+FILES_WITHOUT_CODE: dict[str, Any] = {"trust_remote_code": False}
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,34 @@ def has_weights(path: Path) -> bool:
     return any((path / name).is_file() for name in _WEIGHT_FILES)
 
 
+def check_loads_without_code(name_or_path: str | Path) -> None:
+    """DataError, before anything is read, when a local model directory holds its weights only as pickles (no
+    *.safetensors). A hub name is checked by transformers itself under `WEIGHTS_WITHOUT_CODE`, which also
+    refuses a model that needs Python of its own (`auto_map` with an architecture transformers lacks)."""
+    local = Path(name_or_path).expanduser()
+    if not local.is_dir():
+        return
+    pickles = sorted(p.name for p in local.iterdir() if p.is_file() and p.suffix in PICKLE_SUFFIXES
+                     and not p.name.startswith("training_args"))
+    if pickles and not any(local.glob("*.safetensors")):
+        raise DataError(f"its weights are pickles ({', '.join(pickles)}), which can run code when loaded; klue "
+                        "loads only safetensors weights: convert them once where you trust the file (e.g. "
+                        "`AutoModel.from_pretrained(DIR).save_pretrained(DIR)` writes model.safetensors)", local)
+
+
+@contextmanager
+def refusing_model_code(name_or_path: str | Path) -> Iterator[None]:
+    """transformers' refusal of a model that needs Python of its own (trust_remote_code is off), as one
+    DataError line instead of a ValueError traceback."""
+    try:
+        yield
+    except ValueError as error:
+        if "trust_remote_code" not in str(error):
+            raise
+        raise DataError(f"{name_or_path}: cannot be loaded without running code the model ships, which klue never "
+                        f"does (trust_remote_code is off): {' '.join(str(error).split())[:300]}") from None
+
+
 def _without_pooler(config: Any) -> dict[str, Any]:
     """`add_pooling_layer=False` for encoder classes that take it: heads read the first token themselves."""
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
@@ -96,7 +137,8 @@ def _without_pooler(config: Any) -> dict[str, Any]:
 def load_tokenizer(name_or_path: str | Path) -> Any:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
+    with refusing_model_code(name_or_path):
+        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path), **FILES_WITHOUT_CODE)
     if not getattr(tokenizer, "is_fast", False):
         raise DataError(f"{name_or_path}: the tokenizer is not a fast (Rust) tokenizer; klue needs its offset "
                         "mapping to align character labels to sub-words")
@@ -125,9 +167,11 @@ def load_encoder(name_or_path: str | Path) -> LoadedEncoder:
     local = Path(name_or_path).expanduser()
     if local.is_dir() and not (local / "config.json").is_file():
         raise DataError(f"{local}: a model directory needs a config.json (and tokenizer files)", local)
+    check_loads_without_code(local)
     tokenizer = load_tokenizer(local if local.is_dir() else name_or_path)
     if local.is_dir() and (read_card(local) is not None or not has_weights(local)):
-        config = AutoConfig.from_pretrained(str(local))
+        with refusing_model_code(local):
+            config = AutoConfig.from_pretrained(str(local), **FILES_WITHOUT_CODE)
         encoder = AutoModel.from_config(config, **_without_pooler(config))
         source = "from scratch (config only)"
         if read_card(local) is not None:
@@ -136,8 +180,9 @@ def load_encoder(name_or_path: str | Path) -> LoadedEncoder:
             encoder.load_state_dict(encoder_state, strict=True)
             source = "klue fine-tuned"
         return LoadedEncoder(encoder, tokenizer, source)
-    config = AutoConfig.from_pretrained(str(name_or_path))
-    encoder = AutoModel.from_pretrained(str(name_or_path), **_without_pooler(config))
+    with refusing_model_code(name_or_path):
+        config = AutoConfig.from_pretrained(str(name_or_path), **FILES_WITHOUT_CODE)
+        encoder = AutoModel.from_pretrained(str(name_or_path), **_without_pooler(config), **WEIGHTS_WITHOUT_CODE)
     return LoadedEncoder(encoder, tokenizer, "pretrained")
 
 
@@ -203,6 +248,8 @@ def load_finetuned(path: Path) -> FinetunedModel:
     if card is None:
         raise DataError(f"{path}: not a fine-tuned klue model (no {MODEL_CARD}); train one with `klue train`",
                         path)
-    config = AutoConfig.from_pretrained(str(path))
+    check_loads_without_code(path)
+    with refusing_model_code(path):
+        config = AutoConfig.from_pretrained(str(path), **FILES_WITHOUT_CODE)
     encoder = AutoModel.from_config(config, **_without_pooler(config))
     return FinetunedModel(encoder, load_tokenizer(path), card, path)

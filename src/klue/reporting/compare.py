@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from klue.errors import DataError
+from klue.io.threads import single_threaded_numerics
 from klue.metrics.resampling import DEFAULT_RESAMPLES, DEFAULT_SEED, LEVEL, Difference, Side, Units, compare
 from klue.results import RESULTS_FILE, STATISTICS_FILE, Results, RunStatistics, read_results, read_statistics
 
@@ -168,7 +169,8 @@ def compare_groups(a: RunGroup, b: RunGroup, n_resamples: int = DEFAULT_RESAMPLE
     units = Units.of(first.units.tolist())
     side_a = Side(_aligned(a, first.guids, units, "a run of A"), units)
     side_b = Side(_aligned(b, first.guids, units, "a run of B"), units)
-    differences = compare(side_a, side_b, n_resamples, seed, level)
+    with single_threaded_numerics():  # the same p-values for any thread count (klue.io.threads)
+        differences = compare(side_a, side_b, n_resamples, seed, level)
     return TaskComparison(a.task, a.mode, len(first.guids), units.n_units, a.seeds, b.seeds, differences)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from klue.io.threads import single_threaded_numerics
 from klue.metrics.resampling import LEVEL, Estimate, Side, Units, bootstrap, interval
 from klue.reporting.aggregate import Aggregate, Entry, Row
 from klue.results import STATISTICS_FILE, RunStatistics, read_statistics
@@ -116,7 +117,8 @@ def compute_intervals(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
         for key, members in groups.items():
             units = Units.of(members[0][1][0].units.tolist())
             sides = [Side([s.statistics for s in loaded], units) for _, loaded in members]
-            resampled = bootstrap(sides, n_resamples, seed)
+            with single_threaded_numerics():  # the same intervals for any thread count (klue.io.threads)
+                resampled = bootstrap(sides, n_resamples, seed)
             for (row, _), side, values in zip(members, sides, resampled):
                 totals = side.totals()
                 task_values = _task_score(values, info.main_metrics)

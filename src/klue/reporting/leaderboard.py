@@ -250,10 +250,7 @@ def to_rich(board: Leaderboard) -> object:
 
 
 def print_rich(board: Leaderboard) -> None:
-    """Print to stdout, at least 120 columns wide even when stdout is not a terminal."""
-    from rich.console import Console
+    """Print to stdout: fitted to a terminal, unwrapped in a log or a pipe (klue.io.console)."""
+    from klue.io.console import make_console
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 120))
-    console.print(to_rich(board))
+    make_console().print(to_rich(board))

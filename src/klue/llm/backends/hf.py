@@ -120,9 +120,18 @@ class HfBackend(base.BackendBase):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from klue.models.loading import (
+            FILES_WITHOUT_CODE,
+            WEIGHTS_WITHOUT_CODE,
+            check_loads_without_code,
+            refusing_model_code,
+        )
+
+        check_loads_without_code(model_name)  # no pickle, no code the model ships: refused before any load
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_name)
-            self.lm: Any = cast(Any, AutoModelForCausalLM).from_pretrained(model_name)
+            with refusing_model_code(f"hf:{model_name}"):
+                self.tokenizer = AutoTokenizer.from_pretrained(model_name, **FILES_WITHOUT_CODE)
+                self.lm: Any = cast(Any, AutoModelForCausalLM).from_pretrained(model_name, **WEIGHTS_WITHOUT_CODE)
         except (OSError, ValueError) as error:
             raise base.BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer "
                                     f"({error})") from None

@@ -10,10 +10,11 @@
   `response_format: {"type": "json_object", "schema": ...}`, vLLM's `structured_outputs`. A capability
   probe at start says which; a request the server cannot constrain is answered unconstrained and marked so.
 - One prompt per HTTP request (llama-cpp-python refuses a list of prompts), at most `concurrency` in flight,
-  retried only when a retry can help: connection errors, HTTP 429 and 502-504.
+  through the shared transport (`klue.io.http`): retried only when a retry can help (connection errors, HTTP
+  429 and 502-504; `klue.io.retry`), one-line errors.
 
 The API key is read from the environment variable `api_key_env` and sent only as a Bearer header; it is in
-no repr, log line or error message.
+no repr, log line or error message, nor are credentials written into the base URL (`http://user:pass@host`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import itertools
 import json
 import math
 import os
-import ssl
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -33,6 +34,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from klue.errors import UnreachableError
+from klue.io.http import HttpError, JsonTransport, Secret, UnreachableHttpError
+from klue.io.redact import redact_text, redact_url
+from klue.io.retry import RetryPolicy
 from klue.llm.backends.base import (
     BackendBase,
     BackendError,
@@ -48,11 +53,8 @@ from klue.llm.backends.base import (
 
 T = TypeVar("T")
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})  # 500 is not here: llama-cpp-python gives it for bad requests
-# Transport failures a retry can cure: nothing answered, or the connection broke before the answer came.
-RETRY_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError,
-                                             httpx.WriteError, httpx.RemoteProtocolError, httpx.PoolTimeout)
-MAX_RETRY_AFTER_S = 30.0  # a server asking for a longer pause is treated as refusing
+# MODEL@URL split at the first "@" that starts the URL, so a URL's own "user:password@" stays in the URL.
+_MODEL_AT_URL = re.compile(r"(?P<model>.+?)@(?P<url>https?://.+)")
 GREEDY_TOLERANCE = 1e-6  # log-prob ties between the chosen and the top token count as greedy
 
 # Constraint dialects, as the probe finds them.
@@ -66,25 +68,9 @@ PROBE_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"zq": {"type": 
                                 "required": ["zq"], "additionalProperties": False}
 
 
-class ServerUnreachable(BackendError):
-    """No connection to the server after every attempt (the probe stops at it; a missing feature does not)."""
-
-
-class _Secret:
-    """Holds the API key so that no repr, traceback local or f-string shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str | None) -> None:
-        self._value = value
-
-    def reveal(self) -> str | None:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret>" if self._value else "<none>"
-
-    __str__ = __repr__
+class ServerUnreachable(BackendError, UnreachableError):
+    """No connection to the server after every attempt (the probe stops at it; a missing feature does not);
+    exit code 3 in the CLI."""
 
 
 def api_root(base_url: str) -> str:
@@ -98,11 +84,11 @@ def api_root(base_url: str) -> str:
 
 def split_target(target: str) -> tuple[str, str]:
     """What follows `openai:` -> (the server's model name, its base URL); BackendError saying the form otherwise."""
-    model, sep, url = target.rpartition("@")
-    if not (sep and model.strip() and url.startswith(("http://", "https://"))):
-        raise BackendError(f"model spec 'openai:{target}': write openai:MODEL@http://HOST:PORT/v1 (the "
-                           "server's model name, then its base URL)")
-    return model.strip(), url.rstrip("/")
+    found = _MODEL_AT_URL.fullmatch(target)
+    if not (found and found["model"].strip()):
+        raise BackendError(f"model spec 'openai:{redact_text(target)}': write openai:MODEL@http://HOST:PORT/v1 "
+                           "(the server's model name, then its base URL)")
+    return found["model"].strip(), found["url"].rstrip("/")
 
 
 def check_target(target: str) -> None:
@@ -273,7 +259,8 @@ def loglik_from_answer(answer: Mapping[str, Any], request: LoglikRequest) -> tup
     if any(not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) for v in values):
         why = "the context is empty (the first token has none)" if span.first == 0 else "the server gave none"
         raise BackendError(f"a continuation token has no finite log-probability: {why}")
-    result = LoglikResult(float(sum(values)), len(values), _is_greedy(echo, span.first))
+    result = LoglikResult(float(sum(float(v) for v in values if v is not None)), len(values),
+                          _is_greedy(echo, span.first))
     kept = {"model": answer.get("model"), "shift": span.shift, "boundary": span.boundary,
             "tokens": echo.tokens[span.first:], "text_offset": echo.offsets[span.first:],
             "token_logprobs": values, "top_logprobs": echo.top[span.first:] if echo.top else None,
@@ -295,7 +282,7 @@ class Dialects:
 
 @dataclass
 class _Batch:
-    """One sync call's event-loop state: the client, the concurrency bound and retry counts."""
+    """One sync call's event-loop state: the transport's client, the concurrency bound and retry counts."""
 
     client: httpx.AsyncClient
     semaphore: asyncio.Semaphore
@@ -316,15 +303,17 @@ class OpenAIBackend(BackendBase):
         if timeout_s <= 0 or (deadline_s is not None and deadline_s <= 0):
             raise BackendError("timeout_s and deadline_s must be positive")
         self.model = model
-        self.base_url = base_url
-        self.root = api_root(base_url)
+        self.base_url = redact_url(base_url)  # as shown; the transport holds the credentials, if any
+        root = api_root(base_url)
+        self.root = redact_url(root)
         self.concurrency = concurrency
         self.timeout_s = timeout_s
-        self.max_attempts = max(1, max_attempts)
-        self.backoff_s = backoff_s
-        self._key = _Secret(os.environ.get(api_key_env) if api_key_env else None)
-        self._api_key_env = api_key_env
-        self._ssl: ssl.SSLContext | None = None
+        key_hint = (f"the API key comes from ${api_key_env}" if api_key_env
+                    else "no API key is sent: api_key_env is None")
+        self.transport = JsonTransport(
+            root, api_key=Secret(os.environ.get(api_key_env) if api_key_env else None), key_hint=key_hint,
+            policy=RetryPolicy(attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s),
+            concurrency=concurrency)
         self._deadline = None if deadline_s is None else time.monotonic() + deadline_s
         self.usage = Usage()
         self.fingerprint = model
@@ -449,23 +438,12 @@ class OpenAIBackend(BackendBase):
             raise box["error"]
         return box["value"]
 
-    def _client(self) -> httpx.AsyncClient:
-        headers = {"Content-Type": "application/json"}
-        key = self._key.reveal()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        if self._ssl is None:  # built once: loading the CA store costs ~50 ms, and each call opens a client
-            self._ssl = httpx.create_ssl_context()
-        return httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout_s), limits=limits,
-                                 verify=self._ssl)
-
     async def _gather(self, jobs: list[Callable[[_Batch], Awaitable[tuple[Any, Any]]]],
                       on_result: ResultSink | None) -> list[Any]:
         """Run the jobs, at most `concurrency` at once; the first failure cancels the rest and is raised."""
         if not jobs:
             return []
-        async with self._client() as client:
+        async with self.transport.client() as client:
             batch = _Batch(client, asyncio.Semaphore(self.concurrency))
 
             async def one(index: int, job: Callable[[_Batch], Awaitable[tuple[Any, Any]]]) -> Any:
@@ -517,78 +495,13 @@ class OpenAIBackend(BackendBase):
 
     async def _send(self, batch: _Batch, method: str, endpoint: str, body: Mapping[str, Any] | None,
                     what: str) -> dict[str, Any]:
-        """One request, retried with exponential backoff on what a retry can cure; BackendError otherwise."""
-        url = self.root + endpoint
-        for attempt in range(1, self.max_attempts + 1):
-            last = attempt == self.max_attempts
-            try:
-                response = await asyncio.wait_for(batch.client.request(method, url, json=body), self.timeout_s)
-            except asyncio.TimeoutError:  # not retried: a slow server gets no more load from us
-                raise BackendError(f"{url}: no answer within {self.timeout_s:g} s ({what})") from None
-            except httpx.TimeoutException as error:
-                if isinstance(error, RETRY_ERRORS) and not last:
-                    await self._pause(batch, attempt, None)
-                    continue
-                raise BackendError(f"{url}: no answer within {self.timeout_s:g} s ({what})") from None
-            except RETRY_ERRORS as error:
-                if not last:
-                    await self._pause(batch, attempt, None)
-                    continue
-                raise ServerUnreachable(f"cannot reach {self.base_url}: {self._safe(error)} ({what}, "
-                                   f"{attempt} attempts)") from None
-            except httpx.HTTPError as error:
-                raise BackendError(f"{url}: {self._safe(error)} ({what})") from None
-            if response.status_code in RETRY_STATUSES and not last:
-                await self._pause(batch, attempt, response.headers.get("retry-after"))
-                continue
-            return self._decode(response, url, what)
-        raise AssertionError("unreachable")  # the last attempt always returns or raises
-
-    async def _pause(self, batch: _Batch, attempt: int, retry_after: str | None) -> None:
-        batch.counts["retries"] = batch.counts.get("retries", 0) + 1
-        delay = self.backoff_s * 2 ** (attempt - 1)
+        """One request through the transport (its retry policy); BackendError (ServerUnreachable) otherwise."""
         try:
-            if retry_after is not None:  # a server's own 429 pause, when it names seconds
-                delay = max(delay, min(float(retry_after), MAX_RETRY_AFTER_S))
-        except ValueError:
-            pass
-        await asyncio.sleep(delay)
-
-    def _decode(self, response: httpx.Response, url: str, what: str) -> dict[str, Any]:
-        if response.status_code >= 400:
-            hint = ""
-            if response.status_code in (401, 403):
-                hint = (f" (the API key comes from ${self._api_key_env})" if self._api_key_env
-                        else " (no API key is sent: api_key_env is None)")
-            raise BackendError(f"{url} answered HTTP {response.status_code}: {self._server_message(response)}"
-                               f"{hint} ({what})")
-        try:
-            answer = response.json()
-        except ValueError:
-            raise BackendError(f"{url}: the answer is not JSON ({what}): {self._safe(response.text[:200])!r}") from None
-        if not isinstance(answer, dict):
-            raise BackendError(f"{url}: the answer is not a JSON object ({what})")
-        return answer
-
-    def _server_message(self, response: httpx.Response) -> str:
-        """The server's own words: OpenAI's error.message, FastAPI's detail, or the start of the body."""
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        message: Any = response.text
-        if isinstance(data, dict):
-            error = data.get("error")
-            message = (error.get("message") if isinstance(error, dict) else error) or data.get("detail") or data
-        text = message if isinstance(message, str) else json.dumps(message, ensure_ascii=False)
-        text = " ".join(text.split())
-        return self._safe(text[:300] + ("..." if len(text) > 300 else "")) or response.reason_phrase
-
-    def _safe(self, value: object) -> str:
-        """Text for a message, with the API key blanked should a server or library echo it back."""
-        text = str(value) or type(value).__name__
-        key = self._key.reveal()
-        return text.replace(key, "<secret>") if key else text
+            return await self.transport.request(batch.client, method, endpoint, body, what, batch.counts)
+        except UnreachableHttpError as error:
+            raise ServerUnreachable(str(error)) from None
+        except HttpError as error:
+            raise BackendError(str(error)) from None
 
     def _add_usage(self, answer: Mapping[str, Any]) -> None:
         self.usage.requests += 1
@@ -601,7 +514,7 @@ class OpenAIBackend(BackendBase):
 
     async def _probe(self) -> tuple[str, Capabilities, Dialects]:
         """Ask the server what it can do: its model id, prompt log-probs (echo), chat, and constraints."""
-        async with self._client() as client:
+        async with self.transport.client() as client:
             batch = _Batch(client, asyncio.Semaphore(1))
             fingerprint, notes = await self._model_id(batch)
             loglik, completion, note = await self._probe_echo(batch)
@@ -641,11 +554,12 @@ class OpenAIBackend(BackendBase):
             return self.model, [f"GET /models failed, fingerprint is the model name: {error}"]
         entries = listing.get("data")
         ids = [e.get("id") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-        ids = [i for i in ids if isinstance(i, str)]
+        ids = [i for i in ids if isinstance(i, str)]  # model names: what the server lists as text
         if self.model in ids:
             return self.model, []
-        if len(ids) == 1:  # a one-model server (llama-cpp-python) answers to any name with that model
-            return ids[0], [f"the server serves {ids[0]!r} under the name {self.model!r}"]
+        named = [i for i in ids if i is not None]
+        if len(named) == 1:  # a one-model server (llama-cpp-python) answers to any name with that model
+            return named[0], [f"the server serves {named[0]!r} under the name {self.model!r}"]
         return self.model, [f"the server lists no model {self.model!r} (it lists {ids})"]
 
     async def _probe_echo(self, batch: _Batch) -> tuple[bool, bool, list[str]]:
@@ -703,7 +617,8 @@ def _generate_result(answer: Mapping[str, Any], *, chat: bool, constrained: bool
         text = ""  # a chat answer of only tool calls or nothing at all
     if not isinstance(text, str):
         raise BackendError("the answer's text is not a string")
-    usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+    found_usage = answer.get("usage")
+    usage: dict[str, Any] = found_usage if isinstance(found_usage, dict) else {}
     finish = choice.get("finish_reason") if isinstance(choice, dict) else None
     return GenerateResult(text=text, n_prompt_tokens=_opt_int(usage.get("prompt_tokens")),
                           n_tokens=_opt_int(usage.get("completion_tokens")), constrained=constrained,

@@ -20,7 +20,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"cli"}),
     frozenset({"benchmark", "reporting"}),
     frozenset({"families"}),
-    frozenset({"training", "llm", "pretraining", "baselines"}),
+    frozenset({"training", "llm", "embed", "pretraining", "baselines"}),
     frozenset({"registry", "protocols", "scoring", "predictions", "results", "validate"}),
     frozenset({"tasks"}),
     frozenset({"metrics", "models", "text"}),

@@ -76,10 +76,10 @@ class Embedder:
         return matrix[[row_of[t] for t in texts]]
 
     def _stack(self, vectors: list[np.ndarray]) -> np.ndarray:
-        sizes = {len(v) for v in vectors}
-        if len(sizes) != 1 or (self.dimension is not None and sizes != {self.dimension}):
-            raise EmbeddingError(f"the model gave vectors of sizes {sorted(sizes | {self.dimension or 0} - {0})}: "
-                                 "one model gives one size (did the cache see another model under this name?)")
+        sizes = {len(v) for v in vectors} | ({self.dimension} if self.dimension is not None else set())
+        if len(sizes) != 1:
+            raise EmbeddingError(f"vectors of {' and '.join(map(str, sorted(sizes)))} dimensions from one model: did "
+                                 "another model answer under this name (the cache keys on it)?")
         self.dimension = sizes.pop()
         matrix = np.stack(vectors).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)

@@ -108,6 +108,8 @@ class OpenAIEmbeddings:
         what = f"texts {first + 1}-{first + len(batch)}"
         answer = self._send("POST", "/embeddings", {"model": self.model, "input": batch, "encoding_format": "float"},
                             what)
+        with self._lock:
+            self.requests += 1  # embedding requests answered (the model listing is not one)
         return vectors_from_answer(answer, len(batch), f"{self.root}/embeddings ({what})")
 
     def _send(self, method: str, endpoint: str, body: dict[str, Any] | None, what: str) -> dict[str, Any]:
@@ -129,8 +131,6 @@ class OpenAIEmbeddings:
             if response.status_code in RETRY_STATUSES and not last:
                 self._pause(attempt, response.headers.get("retry-after"))
                 continue
-            with self._lock:
-                self.requests += 1
             return self._decode(response, url, what)
         raise AssertionError("unreachable")  # the last attempt returns or raises
 

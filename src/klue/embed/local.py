@@ -113,8 +113,6 @@ def _device() -> str:
 
 def _only_pickled_weights(directory: Path) -> bool:
     """A transformer whose weights are only pickles: loading them could run code (no safetensors file)."""
-    weights_dir = directory
     if is_sentence_transformer(directory) and not (directory / "config.json").is_file():
-        return False  # the transformer lives in a sub-directory, which sentence-transformers loads with the same rules
-    return (not any(weights_dir.glob("*.safetensors"))
-            and any(weights_dir.glob("pytorch_model*.bin")))
+        return False  # the transformer lives in a sub-directory, loaded with the same rules (use_safetensors)
+    return not any(directory.glob("*.safetensors")) and any(directory.glob("pytorch_model*.bin"))

@@ -88,3 +88,34 @@ def test_a_classic_an_encoder_and_an_embedding_row_make_one_report(tmp_path: Pat
     html = klue("report", str(out), "-o", str(tmp_path / "report.html"))
     assert html.returncode == 0, html.stderr
     assert "not applicable" in (tmp_path / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_benchmark_plans_no_cell_where_the_family_does_not_apply(tmp_path: Path) -> None:
+    from klue.benchmark.runner import BenchmarkPlan
+
+    names = tuple(t.name for t in registry.all_tasks())
+    plan = BenchmarkPlan(names, ("classic", "emb:openai:m@http://127.0.0.1:9/v1"), (1,), tmp_path)
+    cells = plan.cells()
+    assert sum(c.model == "classic" for c in cells) == len(names)
+    assert {c.task for c in cells if c.model != "classic"} == {t.name for t in registry.all_tasks() if t.embedding}
+    assert {(task, why) for task, _, why in plan.not_applicable()} == {
+        (t.name, t.no_embedding) for t in registry.all_tasks() if not t.embedding}
+
+
+def test_a_done_cell_made_with_another_prompt_is_refused(tmp_path: Path) -> None:
+    from fake_embeddings import ToyBackend
+    from klue.benchmark.cells import CellSpec
+    from klue.cli.embed import check_done_cells
+    from klue.embed.run import EmbedSettings, run
+    from klue.protocols import ProtocolData
+    from klue.tasks.ynat.records import LABELS, YnatRecord
+
+    records = [YnatRecord(f"g{i}", f"제목 {LABELS[i % 7]} {i}", LABELS[i % 7]) for i in range(28)]
+    data = ProtocolData("local:x", False, "synthetic", records[:21], records[21:], None, ())
+    run(registry.get("ynat"), "emb:toy", data, 1, tmp_path, "official", ToyBackend(), EmbedSettings("query: ", None,
+                                                                                                      False))
+    cell = CellSpec("ynat", "emb:toy", 1, "auto", "official", str(tmp_path))
+    check_done_cells([cell], "query: ", None)  # the same prompt: the cell is simply done
+    check_done_cells([cell], None, None)  # no prompt asked: the model's own, whatever it was
+    with pytest.raises(DataError, match="was made with --prompt 'query: ', not 'passage: '"):
+        check_done_cells([cell], "passage: ", None)

@@ -44,6 +44,27 @@ def applicable_tasks(names: str) -> tuple[tuple[str, ...], list[str]]:
     return tuple(t.name for t in chosen), []
 
 
+def check_done_cells(cells: list[Any], prompt: str | None, pooling: str | None) -> None:
+    """A cell already done under another prompt or pooling would be kept as it is by the resume rule (a done
+    cell is not run again): refuse, rather than report it as this run's."""
+    from klue.results import RESULTS_FILE, read_results
+
+    for cell in cells:
+        path = cell.path / RESULTS_FILE
+        if not path.is_file():
+            continue
+        try:
+            done = read_results(path).embedding
+        except DataError:
+            continue  # an unreadable results file is run again anyway
+        if done is None:
+            continue
+        for option, asked, recorded in (("--prompt", prompt, done.prompt), ("--pooling", pooling, done.pooling)):
+            if asked is not None and asked != recorded:
+                raise DataError(f"{path} was made with {option} {recorded!r}, not {asked!r}; use another --out, or "
+                                "delete that cell to run it again", path)
+
+
 def embed_command(
     model: Annotated[list[str], typer.Option(
         "--model", "-m", help="emb:DIR (a local sentence-transformers model or Hugging Face encoder, in this "
@@ -121,6 +142,7 @@ def embed_command(
                          eval_fraction)
     plan = BenchmarkPlan(names, tuple(model), parse_seeds(seeds), out, check_protocol(protocol), metric_mode(metric),
                          data_dir, extra_data_dir, settings, files)
+    check_done_cells(plan.cells(), prompt, pooling)
     if left_out:
         stderr.print(f"not applicable to sentence-embedding models, left out: {', '.join(left_out)}",
                      highlight=False)

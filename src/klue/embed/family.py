@@ -16,7 +16,7 @@ from klue.results import EMBEDDING, Results
 from klue.tasks.base import Task
 
 NAME = EMBEDDING
-__all__ = ["NAME", "PREFIX", "EmbedOptions", "open_backend", "recognises", "run_cell", "uses_gpu"]
+__all__ = ["NAME", "PREFIX", "EmbedOptions", "not_applicable", "open_backend", "recognises", "run_cell", "uses_gpu"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,13 @@ class EmbedOptions:
         if unknown:
             raise DataError(f"embedding cells take only {', '.join(known)}, not {', '.join(unknown)}")
         return cls(**dict(overrides))
+
+
+def not_applicable(task: Task[Any, Any]) -> str | None:
+    """Why the family does not apply to `task` (its declared reason), or None when it does."""
+    if task.embedding is not None:
+        return None
+    return task.no_embedding or "the task declares no embedding use"
 
 
 def uses_gpu(model: str) -> bool:

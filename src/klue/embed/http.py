@@ -176,7 +176,7 @@ class OpenAIEmbeddings:
             error = data.get("error")
             message = (error.get("message") if isinstance(error, dict) else error) or data.get("detail") or data
         text = " ".join(str(message).split())
-        return self._safe(text[:300] + ("..." if len(text) > 300 else "")) or response.reason_phrase
+        return self._safe(text[:300] + ("..." if len(text) > 300 else "")) or str(response.reason_phrase)
 
     def _safe(self, value: object) -> str:
         text = str(value) or type(value).__name__
@@ -193,8 +193,8 @@ class OpenAIEmbeddings:
             self.notes.append(f"GET /models failed, the fingerprint is the model name: {error}")
             return self.model
         entries = listing.get("data")
-        ids = [e.get("id") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-        ids = [i for i in ids if isinstance(i, str)]
+        listed = [e.get("id") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+        ids: list[str] = [i for i in listed if isinstance(i, str)]
         if self.model in ids:
             return self.model
         if len(ids) == 1:  # a one-model server answers to any name with its model

@@ -65,7 +65,8 @@ class LocalBackend:
                 if pooling is not None:
                     raise DataError(f"{directory} is a sentence-transformers model: its own Pooling module pools; "
                                     "drop --pooling", directory)
-                model = SentenceTransformer(str(directory), device=device, model_kwargs=model_kwargs, **_SAFE)
+                model = SentenceTransformer(str(directory), device=device, model_kwargs=model_kwargs,
+                                            local_files_only=True, trust_remote_code=False)
             else:
                 transformer = Transformer(str(directory), model_kwargs=model_kwargs, processor_kwargs=dict(_SAFE),
                                           config_kwargs=dict(_SAFE), max_seq_length=max_length)

@@ -5,42 +5,36 @@ prompted LMs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from klue.cli._common import (
-    EvalFile,
-    EvalFormat,
-    EvalFraction,
-    SelectionFile,
-    SelectionFormat,
-    TrainFile,
-    TrainFormat,
-    files_choice,
-    metric_mode,
-    stderr,
-)
+from klue.cli._common import metric_mode, stderr, with_own_data
 from klue.errors import DataError
+
+if TYPE_CHECKING:
+    from klue.benchmark.cells import FilesChoice
 
 
 def register(app: typer.Typer) -> None:
-    app.command("embed")(embed_command)
+    app.command("embed")(with_own_data(embed_command))
 
 
 def applicable_tasks(names: str) -> tuple[tuple[str, ...], list[str]]:
     """The tasks of `--tasks` that sentence-embedding models apply to, and the names of those `all` left out;
     a task named on purpose that does not apply is refused with its reason."""
     from klue import registry
+    from klue.families.embedding import FAMILY
 
     chosen = registry.resolve(names)
+    why = {t.name: FAMILY.not_applicable(t) for t in chosen}
     if names.strip().lower() == "all":
-        return tuple(t.name for t in chosen if t.embedding), [t.name for t in chosen if not t.embedding]
-    refused = [t for t in chosen if not t.embedding]
+        return tuple(t.name for t in chosen if why[t.name] is None), [t.name for t in chosen if why[t.name]]
+    refused = [f"{name}: {reason}" for name, reason in why.items() if reason is not None]
     if refused:
-        usable = ", ".join(t.name for t in registry.all_tasks() if t.embedding)
-        reasons = "; ".join(f"{t.name}: {t.no_embedding or 'it declares no embedding use'}" for t in refused)
-        raise DataError(f"not applicable to sentence-embedding models: {reasons}. klue embed takes {usable}")
+        usable = ", ".join(t.name for t in registry.all_tasks() if FAMILY.not_applicable(t) is None)
+        raise DataError(f"not applicable to sentence-embedding models: {'; '.join(refused)}. klue embed takes "
+                        f"{usable}")
     return tuple(t.name for t in chosen), []
 
 
@@ -103,13 +97,7 @@ def embed_command(
     extra_data_dir: Annotated[str | None, typer.Option(help="klue-partial/, klue-derived/, korean/ (else "
                                                        "KLUE_EXTRA_DATA_DIR).")] = None,
     jobs: Annotated[int, typer.Option(help="Cells at a time, each in its own process (0: in this process).")] = 1,
-    train_file: TrainFile = None,
-    eval_file: EvalFile = None,
-    selection_file: SelectionFile = None,
-    train_format: TrainFormat = None,
-    eval_format: EvalFormat = None,
-    selection_format: SelectionFormat = None,
-    eval_fraction: EvalFraction = None,
+    files: FilesChoice | None = None,  # the own-data options --train, --eval, ... (cli._common.with_own_data)
 ) -> None:
     """Evaluate sentence-embedding models on KLUE tasks with the official metrics.
 
@@ -123,12 +111,11 @@ def embed_command(
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
     from klue.cli.benchmark import check_protocol, parse_seeds, print_leaderboard
     from klue.embed.cache import CACHE_FILE
-    from klue.embed.family import EmbedOptions
-    from klue.embed.spec import parse_spec
+    from klue.families.embedding import FAMILY, EmbedOptions
     from klue.reporting.html import REPORT_FILE
 
     for spec in model:
-        parse_spec(spec)  # a malformed spec is refused before anything runs
+        FAMILY.check(spec)  # a malformed spec is refused before anything runs
     if (limit is not None and limit < 1) or concurrency < 1 or batch_size < 1:
         raise DataError("--limit, --concurrency and --batch-size must be 1 or more")
     names, left_out = applicable_tasks(tasks)
@@ -136,10 +123,8 @@ def embed_command(
                                "concurrency": concurrency, "timeout_s": timeout, "api_key_env": api_key_env,
                                "max_length": max_length, "cpu": cpu, "limit": limit,
                                "cache": str(cache or out / CACHE_FILE)}
-    EmbedOptions.from_overrides(options)
+    FAMILY.options(options)
     settings = tuple((k, v) for k, v in options.items() if v is not None and v != getattr(EmbedOptions, k, None))
-    files = files_choice(train_file, eval_file, selection_file, train_format, eval_format, selection_format,
-                         eval_fraction)
     plan = BenchmarkPlan(names, tuple(model), parse_seeds(seeds), out, check_protocol(protocol), metric_mode(metric),
                          data_dir, extra_data_dir, settings, files)
     check_done_cells(plan.cells(), prompt, pooling)

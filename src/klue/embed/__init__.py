@@ -6,7 +6,8 @@
 - `cache`: every embedding asked for, on disk, keyed by the model's fingerprint, the prompt and the text.
 - `frozen`: the models fitted on frozen embeddings (a logistic regression; cosine calibrated to a scale).
 - `run`: one task, one spec, one seed -> predictions.jsonl and the judge's results.json.
-- `family`: how `klue benchmark` and `klue embed` recognise and run an embedding cell.
+
+The family that plugs it into `klue benchmark` and `klue embed` is `klue.families.embedding`.
 
 What a task embeds and how a prediction is made is the task's own declaration (`klue.tasks.embedding`).
 """

@@ -31,7 +31,7 @@ from klue.benchmark.cells import AUTO_PROTOCOL
 from klue.benchmark.manifest import Manifest, read_manifest
 from klue.errors import DataError
 from klue.metrics.report import ConfusionMatrix
-from klue.results import EMBEDDING, RESULTS_FILE, Results, read_results
+from klue.results import RESULTS_FILE, Results, read_results
 from klue.tasks.base import REFERENCE_SOURCES, Task
 
 
@@ -56,7 +56,9 @@ class TaskInfo:
 
     @classmethod
     def from_task(cls, task: Task[Any, Any]) -> TaskInfo:
-        not_applicable = {} if task.embedding else {EMBEDDING: task.no_embedding or "no embedding use declared"}
+        from klue.families import FALLBACK, FAMILIES
+
+        not_applicable = {f.name: why for f in (*FAMILIES, FALLBACK) if (why := f.not_applicable(task)) is not None}
         return cls(task.name, task.title, task.order, tuple(task.metrics), tuple(task.main_metrics),
                    tuple(task.labels), {f.git_blob: f.path for f in task.files}, task.label,
                    task.reference_scores, not_applicable)

@@ -16,6 +16,7 @@ import numpy as np
 
 from klue.embed.base import EmbeddingBackend, EmbeddingError
 from klue.embed.cache import EmbeddingCache, embedding_key
+from klue.io.progress import ProgressBar
 
 CHUNK = 256  # texts per backend call: how often the cache and the progress bar advance
 
@@ -56,7 +57,7 @@ class Embedder:
         missing = [i for i, key in enumerate(keys) if key not in found]
         self.stats.texts += len(distinct)
         self.stats.cache_hits += len(distinct) - len(missing)
-        bar = _Bar(self.progress and bool(missing), len(missing), what)
+        bar = ProgressBar(f"embedding {what}", len(missing), enabled=self.progress and bool(missing))
         try:
             for start in range(0, len(missing), self.chunk):
                 part = missing[start:start + self.chunk]
@@ -66,7 +67,7 @@ class Embedder:
                 self.stats.embedded += len(part)
                 self.cache.put_many([keys[i] for i in part], vectors)
                 found.update((keys[i], v) for i, v in zip(part, vectors))
-                bar.advance(len(part), self.stats.texts_per_s)
+                bar.update(advance=len(part), info=f"{self.stats.texts_per_s or 0:,.0f} texts/s")
         finally:
             bar.close()
         if not distinct:
@@ -87,28 +88,3 @@ class Embedder:
             raise EmbeddingError(f"the model gave {int(np.sum(norms == 0))} all-zero vectors, which have no "
                                  "direction to compare")
         return matrix / norms
-
-
-class _Bar:
-    """Texts embedded, texts/s and ETA on stderr (rich); nothing when off."""
-
-    def __init__(self, enabled: bool, total: int, what: str) -> None:
-        self.bar = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[speed]} texts/s · ETA"), TimeRemainingColumn(),
-                            console=Console(stderr=True))
-        self.task = self.bar.add_task(f"embedding {what}", total=total, speed="-")
-        self.bar.start()
-
-    def advance(self, n: int, speed: float | None) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, advance=n, speed="-" if speed is None else f"{speed:,.0f}")
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from klue.errors import DataError
 from klue.io.output import OutputError
+from klue.io.store import open_store
 
 SCHEMA_VERSION = "1"
 KEY_VERSION = "1"  # bump when what a key covers changes, so old vectors stop matching rather than mislead
@@ -35,26 +35,8 @@ class EmbeddingCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash loses no committed vector
-            self._create()
-        except sqlite3.DatabaseError as error:
-            raise DataError(f"{self.path}: not a usable embedding cache ({error}); move it away to start afresh",
-                            self.path) from None
-        except OSError as error:
-            raise OutputError(f"cannot write {self.path}: {error.strerror or error}") from None
-
-    def _create(self) -> None:
-        self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        (version,) = self._db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-        if version != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"cache schema {version}, this klue reads {SCHEMA_VERSION}")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, "
-                         "vector BLOB NOT NULL)")
+        self._db = open_store(self.path, SCHEMA_VERSION, "vectors (key TEXT PRIMARY KEY, dim INTEGER NOT NULL, "
+                              "vector BLOB NOT NULL)", "embedding cache")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors of those keys that have one."""

@@ -16,7 +16,7 @@ Version history
   `partial` (a `--limit` run: scored on part of the evaluation set, never ranked) and `llm` (what a
   prompted-LM run recorded about itself), both optional. `statistics_file` (optional): the run's
   per-example statistics (`statistics.npz`, docs/statistics.md), which `klue compare` and the report's
-  intervals read.
+  intervals read. `embedding` (optional): what a sentence-embedding run recorded about itself.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ STATUSES = ("ok", "failed")
 CLASSIC = "classic"
 ENCODER = "encoder"
 LLM = "llm"
+EMBEDDING = "embedding"
 # The files of a run directory (a benchmark cell, a `klue train --output`), named once.
 RESULTS_FILE = "results.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -133,11 +134,35 @@ class LlmSummary:
 
 
 @dataclass
+class EmbeddingSummary:
+    """What a sentence-embedding run recorded about itself (klue.embed.run)."""
+
+    backend: str  # "local" (in process) or "openai" (HTTP)
+    model_fingerprint: str  # the weights' hash with pooling and length, or the server's model id
+    prompt: str  # put before every text ("" for none)
+    pooling: str | None  # local: mean, cls, last or "the model's own"; None for a server
+    dimension: int
+    use: str  # "classification", "pair classification" or "similarity"
+    inputs: str  # what was embedded, in words
+    head: str  # what was fitted on the frozen embeddings, in words
+    calibration: dict[str, float] | None = None  # similarity: slope, threshold, anchor, low, high
+    cosine_spearman: float | None = None  # similarity: Spearman rho x 100 of the raw cosines (MTEB's figure)
+    cosine_spearman_interval: list[float] | None = None  # its 95% bootstrap interval
+    texts: int = 0  # distinct texts the run needed
+    cache_hits: int = 0  # of those, answered by the embedding cache
+    embedded: int = 0  # embedded by the model in this run
+    embed_seconds: float = 0.0  # time in the model (or server) for those
+    texts_per_s: float | None = None  # embedded / embed_seconds
+    limit: int | None = None  # --limit: the first N evaluation examples only
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Results:
     task: str
     task_version: str
     model: str  # "classic", a hub name, or a local path
-    model_family: str  # "classic" | "encoder" | "llm"
+    model_family: str  # "classic" | "encoder" | "llm" | "embedding"
     seed: int
     protocol: str  # "official", "heldout", "local:dev-80-20", ...
     protocol_official: bool
@@ -164,6 +189,7 @@ class Results:
     partial: bool = False  # scored on part of the evaluation set (--limit): never ranked as a whole-set score
     statistics_file: str | None = None  # per-example statistics (relative to the results file); None: not kept
     llm: LlmSummary | None = None  # prompted-LM runs only
+    embedding: EmbeddingSummary | None = None  # sentence-embedding runs only
     library_versions: dict[str, str] = field(default_factory=dict)
     git_revision: str | None = None
     created_at: str = ""
@@ -250,6 +276,8 @@ def _typed_parts(obj: dict[str, Any]) -> dict[str, Any]:
         out["training"] = TrainingSummary(**obj["training"])
     if obj.get("llm") is not None:
         out["llm"] = LlmSummary(**obj["llm"])
+    if obj.get("embedding") is not None:
+        out["embedding"] = EmbeddingSummary(**obj["embedding"])
     return out
 
 

@@ -32,6 +32,7 @@ from klue.results import (
     RESULTS_FILE,
     STATISTICS_FILE,
     CurvePoint,
+    EmbeddingSummary,
     LlmSummary,
     Results,
     RunStatistics,
@@ -158,7 +159,7 @@ class ProducerReport:
     """What a producer says about its run; the judge adds the scores, the data and the provenance."""
 
     model: str
-    model_family: str  # "classic", "encoder", "llm"
+    model_family: str  # "classic", "encoder", "llm", "embedding"
     seed: int
     started: float  # time.perf_counter() when the run began (wall time runs to the end of judging)
     recipe: str | None = None
@@ -170,6 +171,7 @@ class ProducerReport:
     eval_examples_per_s: float | None = None
     partial: bool = False  # evaluated on part of the evaluation set only (--limit)
     llm: LlmSummary | None = None
+    embedding: EmbeddingSummary | None = None
 
 
 def provenance() -> dict[str, Any]:
@@ -197,7 +199,8 @@ def judge(task: Task[Any, Any], data: ProtocolData[Any], run_dir: Path, mode: Me
         hyperparameters=dict(producer.hyperparameters), training=producer.training,
         learning_curve=list(producer.learning_curve), train_time_s=producer.train_time_s,
         train_examples_per_s=producer.train_examples_per_s, eval_examples_per_s=producer.eval_examples_per_s,
-        predictions_file=PREDICTIONS_FILE, partial=producer.partial, llm=producer.llm, **provenance())
+        predictions_file=PREDICTIONS_FILE, partial=producer.partial, llm=producer.llm,
+        embedding=producer.embedding, **provenance())
     if producer.llm is not None and producer.llm.not_applicable:  # a metric the mode cannot measure
         for name in producer.llm.not_applicable:
             results.scores.pop(name, None)

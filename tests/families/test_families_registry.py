@@ -11,13 +11,15 @@ from klue import families
 from klue.benchmark.runner import BenchmarkPlan
 from klue.errors import DataError
 from klue.families.encoder import EncoderOptions
-from klue.results import CLASSIC, ENCODER, LLM
+from klue.results import CLASSIC, EMBEDDING, ENCODER, LLM
 
 
 @pytest.mark.parametrize(("spec", "name", "gpu"), [
     ("classic", CLASSIC, False),
     ("hf:org/causal-lm", LLM, True),
     ("openai:qwen@http://127.0.0.1:8000/v1", LLM, False),
+    ("emb:/models/multilingual-e5-small", EMBEDDING, True),
+    ("emb:openai:e5@http://127.0.0.1:8000/v1", EMBEDDING, False),
     ("klue/roberta-base", ENCODER, True),
     ("./runs/nli/best", ENCODER, True),
     ("classical", ENCODER, True),  # only `classic` itself is the baselines
@@ -31,7 +33,7 @@ def test_each_spec_has_one_family(spec: str, name: str, gpu: bool) -> None:
 def test_the_encoder_is_the_fallback_and_asked_last() -> None:
     assert families.FALLBACK.name == ENCODER
     assert ENCODER not in {f.name for f in families.FAMILIES}
-    assert {f.command for f in (*families.FAMILIES, families.FALLBACK)} == {"train", "llm"}
+    assert {f.command for f in (*families.FAMILIES, families.FALLBACK)} == {"train", "llm", "embed"}
 
 
 def test_options_are_each_familys_dataclass() -> None:

@@ -36,7 +36,7 @@ from klue.benchmark.cells import (
 from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError, UnreachableError
-from klue.families import family_of
+from klue.families import family_of, not_applicable
 from klue.io import provenance
 from klue.io.console import make_console
 from klue.io.lock import exclusive
@@ -83,14 +83,24 @@ class BenchmarkPlan:
 
     def cells(self) -> list[CellSpec]:
         """Task-major, then model, then seed: a report is useful task by task while the run goes on.
-        The overrides go to the cells of families that take options (not the classic baselines)."""
+        The overrides go to the cells of families that take options (not the classic baselines). A task that
+        a model's family does not apply to has no cell (`not_applicable`)."""
+        skipped = {(task, model) for task, model, _ in self.not_applicable()}
         return [
             CellSpec(task, model, seed, self.protocol, self.mode,
                      str(self.out / task / model_slug(model) / f"seed{seed}"),
                      self.data_dir, self.extra_data_dir, self.overrides if family_of(model).takes_options else (),
                      self.files)
-            for task in self.tasks for model in self.models for seed in self.seeds
+            for task in self.tasks for model in self.models for seed in self.seeds if (task, model) not in skipped
         ]
+
+    def not_applicable(self) -> list[tuple[str, str, str]]:
+        """(task, model, why) for each task of the plan that a model's family does not apply to."""
+        from klue import registry
+
+        found = ((task, model, not_applicable(registry.get(task), model)) for task in self.tasks
+                 for model in self.models)
+        return [(task, model, why) for task, model, why in found if why is not None]
 
 
 @dataclass
@@ -198,6 +208,8 @@ def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSp
     write_manifest(plan.out, manifest)
     if summary.skipped:
         console.print(f"[dim]{len(summary.skipped)} of {len(cells)} cells already done in {plan.out}[/dim]")
+    for task, model, why in plan.not_applicable():
+        console.print(f"[dim]{task} · {model}: no cell, not applicable ({why})[/dim]", highlight=False)
     if invocation.executor.get("name") == "ray" and todo:
         from klue.benchmark.ray_executor import resources_text
 

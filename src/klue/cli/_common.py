@@ -78,6 +78,14 @@ def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
     return out
 
 
+# The options `klue llm` and `klue embed` share with the same words (a benchmark directory of one family).
+MetricModeOption = Annotated[str, typer.Option("--metric-mode", help="official or corrected metrics.")]
+DataDirOption = Annotated[str | None, typer.Option(help="Official KLUE layout (else KLUE_DATA_DIR, else the cache).")]
+ExtraDataDirOption = Annotated[str | None, typer.Option(help="klue-partial/, klue-derived/, korean/ (else "
+                                                        "KLUE_EXTRA_DATA_DIR).")]
+JobsOption = Annotated[int, typer.Option(help="Cells at a time, each in its own process (0: in this process).")]
+
+
 # Own files (protocol `files`): the same options on `klue train`, `klue benchmark` and `klue llm`.
 _FORMATS = ("official, a reader of the task (`klue tasks` lists them: kornli, korsts, conllu, squad, ...), "
             "datasets (a save_to_disk directory, DIR:split for a DatasetDict) or parquet")

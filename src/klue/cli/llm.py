@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from klue.cli._common import metric_mode, stderr, with_own_data
+from klue.cli._common import (
+    DataDirOption,
+    ExtraDataDirOption,
+    JobsOption,
+    MetricModeOption,
+    metric_mode,
+    stderr,
+    with_own_data,
+)
 from klue.errors import DataError
 from klue.llm.spec import known_kinds
 
@@ -44,12 +52,10 @@ def llm_command(
                                           "only supplies few-shot examples.")] = "auto",
     unconstrained: Annotated[bool, typer.Option("--unconstrained", help="Never ask the backend for "
                                                 "constrained decoding (grammar / JSON schema).")] = False,
-    metric: Annotated[str, typer.Option("--metric-mode", help="official or corrected metrics.")] = "official",
-    data_dir: Annotated[str | None, typer.Option(help="Official KLUE layout (else KLUE_DATA_DIR, else the "
-                                                 "cache).")] = None,
-    extra_data_dir: Annotated[str | None, typer.Option(help="klue-partial/, klue-derived/, korean/ (else "
-                                                       "KLUE_EXTRA_DATA_DIR).")] = None,
-    jobs: Annotated[int, typer.Option(help="Cells at a time, each in its own process (0: in this process).")] = 1,
+    metric: MetricModeOption = "official",
+    data_dir: DataDirOption = None,
+    extra_data_dir: ExtraDataDirOption = None,
+    jobs: JobsOption = 1,
     files: FilesChoice | None = None,  # the own-data options --train, --eval, ... (cli._common.with_own_data)
 ) -> None:
     """Evaluate prompted LMs on KLUE tasks with the official metrics.

@@ -7,17 +7,21 @@ line in `FAMILIES`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from klue.families import classic, encoder, llm
+from klue.families import classic, embedding, encoder, llm
 from klue.families.base import ModelFamily, ModelFamilyUnavailable
 
-# Asked in this order; each recognises its own specs (`classic`; a backend prefix such as `hf:`).
-FAMILIES: tuple[ModelFamily[Any], ...] = (classic.FAMILY, llm.FAMILY)
+if TYPE_CHECKING:
+    from klue.tasks.base import Task
+
+# Asked in this order; each recognises its own specs (`classic`; a backend prefix such as `hf:`; `emb:`).
+FAMILIES: tuple[ModelFamily[Any], ...] = (classic.FAMILY, embedding.FAMILY, llm.FAMILY)
 # A spec no family above claims is an encoder's: a hub name or a local directory.
 FALLBACK: ModelFamily[Any] = encoder.FAMILY
 
-__all__ = ["FALLBACK", "FAMILIES", "ModelFamily", "ModelFamilyUnavailable", "family_of", "uses_gpu"]
+__all__ = ["FALLBACK", "FAMILIES", "ModelFamily", "ModelFamilyUnavailable", "family_of", "not_applicable",
+           "uses_gpu"]
 
 
 def family_of(model: str) -> ModelFamily[Any]:
@@ -27,3 +31,8 @@ def family_of(model: str) -> ModelFamily[Any]:
 
 def uses_gpu(model: str) -> bool:
     return family_of(model).uses_gpu(model)
+
+
+def not_applicable(task: Task[Any, Any], model: str) -> str | None:
+    """Why `model`'s family does not apply to `task` (no cell is planned), or None when it does."""
+    return family_of(model).not_applicable(task)

@@ -45,6 +45,11 @@ class ModelFamily(ABC, Generic[O]):
     def check(self, model: str) -> None:
         """Refuse a malformed spec before any work (a DataError); by default every spec it recognises is whole."""
 
+    def not_applicable(self, task: Task[Any, Any]) -> str | None:
+        """Why the family's models do not apply to `task` (a benchmark plans no cell for it; the report shows
+        "not applicable"), or None: by default a family applies to every task."""
+        return None
+
     @abstractmethod
     def options(self, values: Mapping[str, Any]) -> O:
         """The family's options from key=value settings (a benchmark's overrides, a command's options);

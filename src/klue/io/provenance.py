@@ -83,7 +83,7 @@ def named_source(shown: str, identity: FileIdentity, n_examples: int, used_as: s
 
 
 _LIBRARIES = ("klue", "numpy", "scipy", "scikit-learn", "torch", "transformers", "accelerate",
-              "tokenizers", "python-crfsuite", "kiwipiepy", "datasets", "pyarrow")
+              "tokenizers", "python-crfsuite", "kiwipiepy", "datasets", "pyarrow", "sentence-transformers")
 
 
 def library_versions() -> dict[str, str]:

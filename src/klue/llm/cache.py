@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from klue.errors import DataError
 from klue.io.output import OutputError
+from klue.io.store import open_store
 from klue.llm.backends.base import (
     Backend,
     BackendError,
@@ -65,28 +65,10 @@ class RequestCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # check_same_thread off: the lock below serialises the threads that share this connection.
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash loses no committed answer
-            self._create()
-        except sqlite3.DatabaseError as error:
-            raise DataError(f"{self.path}: not a usable request cache ({error}); move it away to start afresh",
-                            self.path) from None
-        except OSError as error:
-            raise OutputError(f"cannot write {self.path}: {error.strerror or error}") from None
-
-    def _create(self) -> None:
-        self._db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        (version,) = self._db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-        if version != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"cache schema {version}, this klue reads {SCHEMA_VERSION}")
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, kind TEXT NOT NULL, "
-                         "request TEXT NOT NULL, result TEXT NOT NULL, raw TEXT, created REAL NOT NULL)")
+        self._lock = threading.Lock()  # serialises the threads that share the connection
+        self._db = open_store(self.path, SCHEMA_VERSION, "answers (key TEXT PRIMARY KEY, kind TEXT NOT NULL, "
+                              "request TEXT NOT NULL, result TEXT NOT NULL, raw TEXT, created REAL NOT NULL)",
+                              "request cache")
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored results (as JSON objects) of those keys that have one."""

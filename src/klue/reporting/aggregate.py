@@ -10,6 +10,9 @@ Definitions (docs/results-schema.md repeats them for readers of the report):
 - The **KLUE score** of a model is the unweighted mean of its task scores over every registered task.
   A model without an ok row for some task gets no KLUE score; the report shows a **partial** score
   (mean over the tasks it has, marked "partial k/8") and never ranks it with complete ones.
+- A task a model family does not apply to (a sentence-embedding model on a task of per-token, span or
+  dialogue-state outputs) is **not applicable** to that family's models: such a model's score is the mean
+  of its task scores over the tasks it applies to, never a KLUE score, and it is not ranked.
 - When a model has rows under several protocols for one task, the leaderboard uses the `official` one
   if there is one, else the protocol with the most seeds (then by name); the others stay in the task
   sections. A score mixing any non-official protocol is marked as not comparable with the paper.
@@ -45,6 +48,7 @@ class TaskInfo:
     official_blobs: Mapping[str, str]  # git blob id -> official path (to recognise official files)
     label: str = ""  # how tables write the task ("NER", "WoS"); default: the name in capitals
     reference_scores: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> metric -> score
+    not_applicable: Mapping[str, str] = field(default_factory=dict)  # model family -> why the task is not for it
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -52,9 +56,12 @@ class TaskInfo:
 
     @classmethod
     def from_task(cls, task: Task[Any, Any]) -> TaskInfo:
+        from klue.families import FALLBACK, FAMILIES
+
+        not_applicable = {f.name: why for f in (*FAMILIES, FALLBACK) if (why := f.not_applicable(task)) is not None}
         return cls(task.name, task.title, task.order, tuple(task.metrics), tuple(task.main_metrics),
                    tuple(task.labels), {f.git_blob: f.path for f in task.files}, task.label,
-                   task.reference_scores)
+                   task.reference_scores, not_applicable)
 
 
 def task_catalog() -> dict[str, TaskInfo]:
@@ -206,6 +213,7 @@ class Entry:
     other_protocols: dict[str, list[str]]  # task -> protocols left to the task sections
     failed_tasks: dict[str, str]  # task -> error, where no seed of the task succeeded
     n_tasks: int  # number of registered tasks
+    not_applicable: dict[str, str] = field(default_factory=dict)  # task -> why the model's family does not apply
 
     @property
     def n_scored(self) -> int:
@@ -215,6 +223,16 @@ class Entry:
     def complete(self) -> bool:
         """Every task scored on its whole evaluation set: a `--limit` row never makes a ranked score."""
         return self.n_scored == self.n_tasks and not any(row.partial for row in self.rows.values())
+
+    @property
+    def n_applicable(self) -> int:
+        return self.n_tasks - len(self.not_applicable)
+
+    @property
+    def applicable_complete(self) -> bool:
+        """A family that some tasks are not for: every task it applies to scored on its whole evaluation set."""
+        return (bool(self.not_applicable) and self.n_scored == self.n_applicable
+                and not any(row.partial for row in self.rows.values()))
 
     @property
     def official(self) -> bool:
@@ -335,7 +353,9 @@ def _entries(rows: list[Row], failures: list[tuple[Path, Results]], tasks: Mappi
             if stat is not None:
                 scores[task] = stat
         failed = {t: e for t, e in failed_by_model.get(key, {}).items() if t not in chosen}
-        entries.append(Entry(key[0], families[key], key[1], chosen, scores, others, failed, len(tasks)))
+        not_for = {t: info.not_applicable[families[key]] for t, info in tasks.items()
+                   if families[key] in info.not_applicable and t not in chosen}
+        entries.append(Entry(key[0], families[key], key[1], chosen, scores, others, failed, len(tasks), not_for))
     return sorted(entries, key=_rank)
 
 

@@ -83,6 +83,9 @@ class Leaderboard:
 
 def _task_cell(entry: Entry, info: TaskInfo, intervals: Intervals | None = None) -> Cell:
     row = entry.rows.get(info.name)
+    if row is None and info.name in entry.not_applicable:
+        return Cell("not applicable", "missing", title=f"{entry.model_family} models do not apply to {info.title}: "
+                    f"{entry.not_applicable[info.name]}")
     if row is None:
         error = entry.failed_tasks.get(info.name)
         if error:
@@ -119,6 +122,13 @@ def _score_cell(entry: Entry, intervals: Intervals | None = None) -> Cell:
             title += f"; 95% bootstrap interval {shown}"
         return Cell(f"{entry.klue_score:.2f}" + ("" if official else NOT_OFFICIAL_MARK), "value",
                     entry.klue_score, title, official, interval=shown)
+    if entry.not_applicable and entry.partial_score is not None:
+        what = (f"mean of the {entry.n_applicable} applicable" if entry.applicable_complete
+                else f"partial {entry.n_scored}/{entry.n_applicable} applicable")
+        return Cell(f"{entry.partial_score:.2f} ({what})", "partial", entry.partial_score,
+                    f"{what}: the mean over the tasks {entry.model_family} models apply to, not a KLUE score "
+                    f"({len(entry.not_applicable)} of {entry.n_tasks} tasks are not applicable)", entry.official,
+                    interval=shown)
     if entry.partial_score is not None:
         return Cell(f"{entry.partial_score:.2f} (partial {entry.n_scored}/{entry.n_tasks})", "partial",
                     entry.partial_score,
@@ -166,6 +176,10 @@ def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
         "comparable with the paper."),
         f"Reference: {'; '.join(r.model + ' — ' + r.source for r in agg.references)}.",
     ]
+    if any(entry.not_applicable for entry in agg.entries):
+        notes.append("not applicable: the model's family does not apply to the task (a sentence embedding is one "
+                     "vector per text: no per-token, span or dialogue-state output); such a model's score is the "
+                     "mean over the tasks it applies to, not a KLUE score, and it is not ranked.")
     if intervals is not None and (intervals.klue_scores or intervals.rows):
         notes.append(
             f"[low, high]: 95% bootstrap interval of the KLUE score, or after a task's metrics of its task score "

@@ -199,6 +199,10 @@ class Task(Generic[RecordT, PredictionT]):
     baseline: str | None = None  # lazy: "module:factory(seed)" of the CPU baseline (sklearn, crfsuite)
     # lazy: "module:factory" of the task's prompts for LLMs (klue.tasks.prompting.TaskPrompts)
     prompts: str | None = ".prompts:make_prompts"
+    # lazy: "module:attribute" of how sentence-embedding models meet the task (klue.tasks.embedding); a task
+    # without one says why in `no_embedding` (one sentence: `klue embed` refuses it and the report shows it)
+    embedding: str | None = None
+    no_embedding: str | None = None
 
     def file(self, role: FileRole) -> OfficialFile | None:
         return next((f for f in self.files if f.role == role), None)
@@ -261,6 +265,13 @@ class Task(Generic[RecordT, PredictionT]):
             if error.name and error.name.endswith(".prompts"):
                 raise DataError(f"task {self.name!r} has no LLM prompts yet ({self.package}.prompts)") from None
             raise
+
+    def make_embedding(self) -> Any:
+        """The task's `klue.tasks.embedding.EmbeddingUse`; DataError with the task's reason when it has none."""
+        if self.embedding is None:
+            why = self.no_embedding or "its declaration names no `embedding`"
+            raise DataError(f"task {self.name!r} does not apply to sentence-embedding models: {why}")
+        return resolve_ref(self.package, self.embedding)
 
     def make_baseline(self, seed: int) -> Baseline:
         """The CPU baseline for `seed`; DataError when the task has none."""

@@ -80,4 +80,6 @@ TASK: Task[DpRecord, DpPrediction] = declare(
     prediction_type=DpPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=score, statistics=statistics, other_readers={"conllu": read_conllu},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    no_embedding="its predictions are a head and a relation per word, and a sentence embedding is one vector per "
+    "sentence",
 )

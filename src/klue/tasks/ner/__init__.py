@@ -38,4 +38,5 @@ TASK: Task[NerRecord, NerPrediction] = declare(
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, tag_columns),
     statistics=metric_binding(metric.statistics, tag_columns), adapter=".adapter:make_adapter",
     baseline=".baseline:make_baseline",
+    no_embedding="its predictions are a tag per character, and a sentence embedding is one vector per sentence",
 )

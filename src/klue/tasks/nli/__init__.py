@@ -15,4 +15,5 @@ TASK: Task[NliRecord, NliPrediction] = declare_label_task(
     __name__, labels=LABELS, specs=(ACCURACY, MACRO_F1), record_type=NliRecord, prediction_type=NliPrediction,
     read=read, group_key=lambda r: r.premise, other_readers={"kornli": read_kornli},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    embedding=".embedding:EMBEDDING",
 )

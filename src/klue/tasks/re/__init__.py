@@ -36,4 +36,5 @@ TASK: Task[ReRecord, RePrediction] = declare(
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, _columns),
     statistics=metric_binding(metric.statistics, _columns), read_resource=read_relation_list,
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    embedding=".embedding:EMBEDDING",
 )

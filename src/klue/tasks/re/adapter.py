@@ -26,40 +26,10 @@ from klue.models.features import Feature, FeaturizeContext, SpecialTokens
 from klue.models.heads import IGNORE_INDEX, EntityPairHead, HeadOutput, HeadSpec
 from klue.tasks.base import Task
 
-from .records import ENTITY_TYPES
+from .markers import all_markers, mark
 
 HEAD_OPTIONS: dict[str, tuple[str, ...]] = {"pooling": ("entity_start", "cls"), "markers": ("plain", "typed")}
 KIND = "entity_pair_classification"
-
-
-def marker_pair(role: str, entity_type: str | None) -> tuple[str, str]:
-    """The opening and closing marker of `role` ("subj" / "obj"), typed when `entity_type` is given."""
-    suffix = f":{entity_type}" if entity_type else ""
-    return f"<{role}{suffix}>", f"</{role}{suffix}>"
-
-
-def all_markers() -> list[str]:
-    markers = [m for role in ("subj", "obj") for m in marker_pair(role, None)]
-    markers += [m for role in ("subj", "obj") for t in ENTITY_TYPES for m in marker_pair(role, t)]
-    return markers
-
-
-def mark(record: Any, typed: bool) -> tuple[str, str, str]:
-    """The sentence with markers around both mentions, and the subject's and object's opening markers.
-
-    Insertions are made from the end of the sentence backwards so earlier offsets stay valid; at one
-    position a closing marker goes before an opening one (adjacent mentions), and nested mentions nest."""
-    text = record.sentence
-    inserts: list[tuple[int, int, str]] = []  # (position, order at that position, marker)
-    openings = []
-    for role, entity in (("subj", record.subject_entity), ("obj", record.object_entity)):
-        opening, closing = marker_pair(role, entity.type if typed else None)
-        openings.append(opening)
-        inserts.append((entity.start_idx, 1, opening))
-        inserts.append((entity.end_idx + 1, 0, closing))
-    for position, _, marker in sorted(inserts, reverse=True):
-        text = text[:position] + marker + text[position:]
-    return text, openings[0], openings[1]
 
 
 def window(n_tokens: int, width: int, must: Sequence[int], want: Sequence[int]) -> int:

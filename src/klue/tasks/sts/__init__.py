@@ -26,4 +26,5 @@ TASK: Task[StsRecord, StsPrediction] = declare(
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, _columns),
     statistics=metric_binding(metric.statistics, _columns), other_readers={"korsts": read_korsts},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    embedding=".embedding:EMBEDDING",
 )

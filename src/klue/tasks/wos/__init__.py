@@ -40,6 +40,8 @@ TASK: Task[WosTurn, WosPrediction] = declare(
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, _states),
     statistics=metric_binding(metric.statistics, _states), group_key=lambda r: r.dialogue_guid,
     read_resource=read_ontology, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    no_embedding="its predictions are dialogue states, slot values written turn by turn, which a vector per "
+    "utterance cannot express",
 )
 
 

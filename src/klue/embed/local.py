@@ -1,0 +1,119 @@
+"""The in-process backend: a local sentence-transformers model, or a plain Hugging Face encoder pooled here.
+
+sentence-transformers (6.3, which installs beside transformers 5.24 unchanged) runs both: a directory with
+`modules.json` loads as the model it is (its pooling, dense and normalisation modules, its prompts); any other
+encoder directory becomes a Transformer module followed by a Pooling module of `--pooling` (mean by default,
+as sentence-transformers does; cls; last = the last non-padding token). Loading never runs code from the
+directory and never unpickles: no remote code, local files only, safetensors weights only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from klue.embed.base import EmbeddingError, as_matrix
+from klue.errors import DataError
+from klue.io.provenance import tree_sha256
+
+POOLINGS = ("mean", "cls", "last")
+DEFAULT_POOLING = "mean"
+_ST_POOLING = {"mean": "mean", "cls": "cls", "last": "lasttoken"}  # klue's names -> sentence-transformers'
+ST_MODULES_FILE = "modules.json"
+# Passed to every from_pretrained under sentence-transformers: nothing downloaded, no code run, no pickle.
+_SAFE = {"local_files_only": True, "trust_remote_code": False}
+
+
+def is_sentence_transformer(directory: Path) -> bool:
+    return (directory / ST_MODULES_FILE).is_file()
+
+
+class LocalBackend:
+    """`EmbeddingBackend` over a model directory, in this process (a GPU when there is one, unless `cpu`)."""
+
+    name = "local"
+
+    def __init__(self, directory: Path, *, pooling: str | None = None, batch_size: int = 32, cpu: bool = False,
+                 max_length: int | None = None) -> None:
+        if pooling is not None and pooling not in POOLINGS:
+            raise DataError(f"--pooling takes {', '.join(POOLINGS)}, not {pooling!r}")
+        if batch_size < 1:
+            raise DataError(f"--batch-size must be 1 or more, not {batch_size}")
+        self.directory = directory
+        self.batch_size = batch_size
+        self.notes: list[str] = []
+        self.model = self._load(directory, pooling, "cpu" if cpu else _device(), max_length)
+        self.pooling = pooling or (DEFAULT_POOLING if not is_sentence_transformer(directory) else "the model's own")
+        self.default_prompt = self._own_prompt()
+        self.dimension = int(self.model.get_embedding_dimension())
+        self.max_length = int(self.model.max_seq_length)
+        self.fingerprint = (f"local:{tree_sha256(directory)}:pooling={self.pooling}:max_length={self.max_length}")
+
+    def _load(self, directory: Path, pooling: str | None, device: str, max_length: int | None) -> Any:
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+        if _only_pickled_weights(directory):
+            raise EmbeddingError(f"{directory}: its weights are pickle files only (pytorch_model.bin), which klue "
+                                 "never loads; convert them to model.safetensors", directory)
+        model_kwargs = {**_SAFE, "use_safetensors": True}
+        try:
+            if is_sentence_transformer(directory):
+                if pooling is not None:
+                    raise DataError(f"{directory} is a sentence-transformers model: its own Pooling module pools; "
+                                    "drop --pooling", directory)
+                model = SentenceTransformer(str(directory), device=device, model_kwargs=model_kwargs,
+                                            local_files_only=True, trust_remote_code=False)
+            else:
+                transformer = Transformer(str(directory), model_kwargs=model_kwargs, processor_kwargs=dict(_SAFE),
+                                          config_kwargs=dict(_SAFE), max_seq_length=max_length)
+                pool = Pooling(transformer.get_embedding_dimension(),
+                               pooling_mode=_ST_POOLING[pooling or DEFAULT_POOLING])
+                model = SentenceTransformer(modules=[transformer, pool], device=device)
+        except (OSError, ValueError) as error:
+            raise EmbeddingError(f"{directory}: cannot load the model ({' '.join(str(error).split())})",
+                                 directory) from None
+        if max_length is not None:
+            model.max_seq_length = max_length
+        model.eval()
+        return model
+
+    def _own_prompt(self) -> str | None:
+        """The prompt a sentence-transformers model declares for plain encoding: its default prompt, else its
+        "query" prompt (what its `encode_query` uses: every KLUE input is a query, none a document)."""
+        prompts = dict(getattr(self.model, "prompts", None) or {})
+        name = getattr(self.model, "default_prompt_name", None) or ("query" if "query" in prompts else None)
+        if name is None or name not in prompts:
+            if prompts:
+                self.notes.append(f"the model declares prompts {sorted(prompts)} and no default: none is used "
+                                  "unless --prompt gives one")
+            return None
+        self.notes.append(f"the model's own prompt {name!r} ({prompts[name]!r}) is used")
+        return str(prompts[name])
+
+    def embed(self, texts: Sequence[str], prompt: str) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            vectors = self.model.encode(list(texts), prompt=prompt, batch_size=self.batch_size,
+                                        convert_to_numpy=True, normalize_embeddings=False, show_progress_bar=False)
+        return as_matrix(vectors, len(texts), str(self.directory))
+
+    def close(self) -> None:
+        self.model = None
+
+
+def _device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _only_pickled_weights(directory: Path) -> bool:
+    """A transformer whose weights are only pickles: loading them could run code (no safetensors file)."""
+    if is_sentence_transformer(directory) and not (directory / "config.json").is_file():
+        return False  # the transformer lives in a sub-directory, loaded with the same rules (use_safetensors)
+    return not any(directory.glob("*.safetensors")) and any(directory.glob("pytorch_model*.bin"))

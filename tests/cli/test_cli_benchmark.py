@@ -63,7 +63,7 @@ def test_quickstart_without_data_and_without_network_fails_with_one_sentence(tmp
     unreachable = "http://127.0.0.1:9/"  # the discard port: connection refused, as without a network
     result = klue("quickstart", "--data-dir", str(empty), "--out", str(tmp_path / "qs"),
                   env={"KLUE_DOWNLOAD_BASE_URL": unreachable})
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 3, result.stderr  # 3: a server that cannot be reached (README, exit codes)
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("klue: error:") and "127.0.0.1" in last
 

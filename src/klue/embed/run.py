@@ -21,7 +21,6 @@ from klue.embed.base import EmbeddingBackend
 from klue.embed.cache import CACHE_FILE, EmbeddingCache
 from klue.embed.embedder import Embedder
 from klue.embed.frozen import (
-    C,
     cosines,
     fit_calibration,
     fit_labels,
@@ -118,8 +117,7 @@ def _classification(use: Classification, task: Task[Any, Any], train: list[Any],
     predictions = [use.predict(record, labels[int(np.argmax(row))], dict(zip(labels, map(float, row))))
                    for record, row in zip(evaluated, probabilities)]
     features = "the pair features u, v, |u - v|, u * v" if use.n_texts == 2 else "the embedding"
-    head = f"logistic regression (lbfgs, C={C:g}) on {features}, fitted on the training part"
-    return predictions, head, {}
+    return predictions, model.describe(features), {}
 
 
 def _similarity(use: Similarity, train: list[Any], evaluated: list[Any], train_inputs: list[np.ndarray],

@@ -4,8 +4,8 @@
   pair features (u, v, |u - v|, u * v) of two embeddings (InferSent's and Sentence-BERT's features), each
   feature standardised on the training part, its L2 strength C chosen among `C_GRID` by 3-fold
   cross-validated accuracy on the training part (stratified, unshuffled: the same folds every run). MTEB's
-  fixed C = 1 on raw unit vectors regularises so hard that a 30-class task collapses onto its majority
-  label; standardising makes one grid serve every model's scale. The model gives a probability for every
+  fixed C = 1 on raw unit vectors regularises so hard that a 30-class task leans on its majority label;
+  standardising makes one grid serve every model's scale. The model gives a probability for every
   label seen in training, 0 for a label the training part lacks.
 - Similarity: the cosine similarity of the two embeddings, mapped to the task's scale by a line fitted on the
   training pairs (`Calibration`: the least-squares slope, through the cosine that gives the best F1 at the

@@ -28,6 +28,7 @@ from klue.embed.frozen import (
     spearman,
 )
 from klue.errors import DataError
+from klue.io.redact import redact_text
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
 from klue.results import EMBEDDING, PREDICTIONS_FILE, EmbeddingSummary, Results
@@ -50,6 +51,7 @@ def run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: int
     is `cache_path` (default: out_dir/embedding_cache.sqlite)."""
     settings = settings or EmbedSettings()
     started = time.perf_counter()
+    spec_text = redact_text(spec_text)  # the model's name in every output from here: no URL credentials
     use: EmbeddingUse = task.make_embedding()
     evaluated = list(data.eval)[:settings.limit] if settings.limit is not None else list(data.eval)
     if not data.train:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import Mapping
-from typing import Any
+import threading
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
@@ -36,6 +37,7 @@ CONNECT_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.Connect
 BROKEN_ERRORS: tuple[type[Exception], ...] = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 MESSAGE_CHARS = 300  # of a server's error text, in a message
 DEFAULT_POLICY = RetryPolicy()
+T = TypeVar("T")
 
 
 class HttpError(DataError):
@@ -173,3 +175,26 @@ class JsonTransport:
             if secret:
                 text = text.replace(secret, "<secret>")
         return redact_text(text)
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, T], name: str = "klue-http") -> T:
+    """Run `coroutine` to the end from sync code (a client's sync methods over this async transport), in a
+    thread of its own (`name`) when an event loop already runs here (a notebook), since asyncio.run refuses
+    to nest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coroutine)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = error
+    thread = threading.Thread(target=target, name=name)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

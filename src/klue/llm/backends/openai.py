@@ -25,7 +25,6 @@ import json
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from klue.errors import UnreachableError
-from klue.io.http import HttpError, JsonTransport, Secret, UnreachableHttpError
+from klue.io.http import HttpError, JsonTransport, Secret, UnreachableHttpError, run_blocking
 from klue.io.redact import redact_text, redact_url
 from klue.io.retry import RetryPolicy
 from klue.llm.backends.base import (
@@ -418,25 +417,7 @@ class OpenAIBackend(BackendBase):
     # -- the event loop -------------------------------------------------------------------------------------
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run `coroutine` to the end from sync code, in a thread of its own when a loop already runs here
-        (a notebook), since asyncio.run refuses to nest."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = asyncio.run(coroutine)
-            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-                box["error"] = error
-        thread = threading.Thread(target=target, name="klue-openai")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        return run_blocking(coroutine, "klue-openai")
 
     async def _gather(self, jobs: list[Callable[[_Batch], Awaitable[tuple[Any, Any]]]],
                       on_result: ResultSink | None) -> list[Any]:

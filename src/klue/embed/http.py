@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
@@ -24,7 +23,7 @@ import numpy as np
 
 from klue.embed.base import EmbeddingError, as_matrix
 from klue.errors import UnreachableError
-from klue.io.http import HttpError, JsonTransport, Secret, UnreachableHttpError, run_blocking
+from klue.io.http import HttpError, JsonTransport, UnreachableHttpError, run_blocking
 from klue.io.redact import redact_url
 from klue.io.retry import RetryPolicy
 
@@ -61,12 +60,8 @@ class OpenAIEmbeddings:
         self.root = redact_url(root)  # as shown; the transport holds the credentials, if any
         self.concurrency = concurrency
         self.batch_size = batch_size
-        key_hint = (f"the API key comes from ${api_key_env}" if api_key_env
-                    else "no API key is sent: api_key_env is None")
-        self.transport = JsonTransport(
-            root, api_key=Secret(os.environ.get(api_key_env) if api_key_env else None), key_hint=key_hint,
-            policy=RetryPolicy(attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s),
-            concurrency=concurrency)
+        self.transport = JsonTransport.for_server(root, api_key_env, concurrency=concurrency, policy=RetryPolicy(
+            attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s))
         self.default_prompt: str | None = None  # a server applies its own prompts, if any, out of sight
         self.notes: list[str] = []
         self.requests = 0  # embedding requests answered (the model listing is not one)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import ssl
 import threading
 from collections.abc import Coroutine, Mapping
@@ -78,6 +79,16 @@ class JsonTransport:
         self.policy = policy
         self.concurrency = concurrency
         self._ssl: ssl.SSLContext | None = None
+
+    @classmethod
+    def for_server(cls, root: str, api_key_env: str | None, *, concurrency: int,
+                   policy: RetryPolicy = DEFAULT_POLICY) -> JsonTransport:
+        """The transport of a model server whose API key is in the environment variable `api_key_env` (None:
+        no key is sent)."""
+        key_hint = (f"the API key comes from ${api_key_env}" if api_key_env
+                    else "no API key is sent: api_key_env is None")
+        key = Secret(os.environ.get(api_key_env) if api_key_env else None)
+        return cls(root, api_key=key, key_hint=key_hint, policy=policy, concurrency=concurrency)
 
     def __repr__(self) -> str:
         return f"JsonTransport({self.shown_root!r})"

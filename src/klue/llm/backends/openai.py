@@ -23,7 +23,6 @@ import asyncio
 import itertools
 import json
 import math
-import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -34,7 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from klue.errors import UnreachableError
-from klue.io.http import HttpError, JsonTransport, Secret, UnreachableHttpError, run_blocking
+from klue.io.http import HttpError, JsonTransport, UnreachableHttpError, run_blocking
 from klue.io.redact import redact_text, redact_url
 from klue.io.retry import RetryPolicy
 from klue.llm.backends.base import (
@@ -307,12 +306,8 @@ class OpenAIBackend(BackendBase):
         self.root = redact_url(root)
         self.concurrency = concurrency
         self.timeout_s = timeout_s
-        key_hint = (f"the API key comes from ${api_key_env}" if api_key_env
-                    else "no API key is sent: api_key_env is None")
-        self.transport = JsonTransport(
-            root, api_key=Secret(os.environ.get(api_key_env) if api_key_env else None), key_hint=key_hint,
-            policy=RetryPolicy(attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s),
-            concurrency=concurrency)
+        self.transport = JsonTransport.for_server(root, api_key_env, concurrency=concurrency, policy=RetryPolicy(
+            attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s))
         self._deadline = None if deadline_s is None else time.monotonic() + deadline_s
         self.usage = Usage()
         self.fingerprint = model

@@ -8,6 +8,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from klue.embed.frozen import (
+    C_GRID,
     best_f1_threshold,
     cosines,
     fit_calibration,
@@ -75,6 +76,10 @@ def test_probabilities_cover_every_task_label_and_unseen_ones_are_zero() -> None
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
     assert np.all(probabilities[:, 2] == 0.0)
     assert np.mean(np.array(labels)[probabilities.argmax(axis=1)] == np.array(gold)) > 0.95
+    assert model.c in C_GRID and f"C = {model.c:g}" in model.describe("the embedding")
+    # standardised features: a model whose vectors are 100 times longer gets the same classifier
+    np.testing.assert_allclose(fit_labels(100 * features, gold, labels, seed=1).probabilities(100 * features),
+                               probabilities, atol=1e-6)
     with pytest.raises(DataError, match="outside the task's label set"):
         fit_labels(features, ["z"] * 90, labels, seed=1)
     with pytest.raises(DataError, match="holds 1 label"):

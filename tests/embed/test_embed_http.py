@@ -9,6 +9,7 @@ import pytest
 from fake_embeddings import FakeEmbeddings, toy_vector
 from klue.embed.base import EmbeddingError
 from klue.embed.http import OpenAIEmbeddings, api_root, vectors_from_answer
+from klue.errors import UnreachableError
 
 TEXTS = [f"문장 {i}번: 오늘은 날씨가 {'맑' if i % 2 else '흐리'}다" for i in range(23)]
 
@@ -51,7 +52,7 @@ def test_busy_and_broken_answers_are_retried_then_succeed(fake_server: FakeEmbed
 
 def test_retries_are_bounded(fake_server: FakeEmbeddings) -> None:
     fake_server.failures = [(503, {})] * 3
-    with pytest.raises(EmbeddingError, match="HTTP 503: failure 503"):
+    with pytest.raises(EmbeddingError, match="HTTP 503 after 3 attempts: failure 503"):
         client(fake_server, concurrency=1, max_attempts=3).embed(TEXTS[:2], "")
 
 
@@ -81,12 +82,23 @@ def test_the_api_key_goes_in_a_header_and_into_no_message(fake_server: FakeEmbed
     assert "sk-secret-123" not in repr(backend)
 
 
-def test_an_unreachable_server_is_one_clear_error() -> None:
+def test_an_unreachable_server_is_one_clear_error_that_stops_the_run() -> None:
     server = FakeEmbeddings()
     url = server.url
     server.stop()
-    with pytest.raises(EmbeddingError, match="cannot reach http://127.0.0.1"):
+    with pytest.raises(EmbeddingError, match="cannot reach http://127.0.0.1") as caught:
         OpenAIEmbeddings("m", url, backoff_s=0.01, max_attempts=2)
+    assert isinstance(caught.value, UnreachableError) and caught.value.exit_code == 3
+
+
+def test_credentials_in_the_url_are_sent_and_never_shown(fake_server: FakeEmbeddings) -> None:
+    url = fake_server.url.replace("http://", "http://user:pa55word@")
+    fake_server.failures = [(400, {})]
+    backend = OpenAIEmbeddings(fake_server.model_id, url, api_key_env=None, backoff_s=0.01)
+    with pytest.raises(EmbeddingError) as caught:
+        backend.embed(TEXTS[:2], "")
+    assert "pa55word" not in str(caught.value) and "pa55word" not in repr(backend)
+    assert fake_server.posts()[0].headers["Authorization"].startswith("Basic ")
 
 
 def test_the_server_s_model_id_is_the_fingerprint(fake_server: FakeEmbeddings) -> None:

@@ -100,8 +100,18 @@ def test_pickled_weights_are_never_opened(tiny_dir: Path, tmp_path: Path) -> Non
             (directory / path.name).write_bytes(path.read_bytes())
     witness = tmp_path / "witness.txt"
     (directory / "pytorch_model.bin").write_bytes(pickle.dumps(_Planted(str(witness))))
-    with pytest.raises(EmbeddingError, match="pickle"):
+    with pytest.raises(DataError, match="its weights are pickles"):
         LocalBackend(directory, cpu=True)
+    assert not witness.exists()
+    # the same weights as the module of a sentence-transformers model
+    st = tmp_path / "st"
+    (st / "0_Transformer").mkdir(parents=True)
+    for path in directory.iterdir():
+        (st / "0_Transformer" / path.name).write_bytes(path.read_bytes())
+    (st / "modules.json").write_text('[{"idx": 0, "name": "0", "path": "0_Transformer", '
+                                     '"type": "sentence_transformers.sentence_transformer.modules.Transformer"}]')
+    with pytest.raises(DataError, match="its weights are pickles"):
+        LocalBackend(st, cpu=True)
     assert not witness.exists()
 
 

@@ -111,3 +111,11 @@ def test_every_applicable_task_runs_on_its_real_records(task_name: str, tmp_path
         expected = 100 * spearmanr(cosines(a, b), [use.gold(r) for r in data.eval]).statistic
         assert summary.cosine_spearman == pytest.approx(expected, abs=1e-6)
         assert all(0.0 <= line["score"] <= 5.0 for line in lines)
+
+
+def test_url_credentials_are_in_no_output(tmp_path: Path) -> None:
+    spec = "emb:openai:m@http://user:pa55word@127.0.0.1:9/v1"
+    results = run(registry.get("ynat"), spec, ynat_data(21, 7), 1, tmp_path, "official", ToyBackend(dim=32),
+                  EmbedSettings(progress=False))
+    assert results.model == "emb:openai:m@http://***@127.0.0.1:9/v1"
+    assert all("pa55word" not in path.read_text(errors="replace") for path in tmp_path.iterdir() if path.is_file())

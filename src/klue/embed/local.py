@@ -53,26 +53,16 @@ class LocalBackend:
         self.fingerprint = (f"local:{tree_sha256(directory)}:pooling={self.pooling}:max_length={self.max_length}")
 
     def _load(self, directory: Path, pooling: str | None, device: str, max_length: int | None) -> Any:
-        from sentence_transformers import SentenceTransformer
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+        from klue.models.loading import check_loads_without_code, refusing_model_code
 
-        if _only_pickled_weights(directory):
-            raise EmbeddingError(f"{directory}: its weights are pickle files only (pytorch_model.bin), which klue "
-                                 "never loads; convert them to model.safetensors", directory)
-        model_kwargs = {**_SAFE, "use_safetensors": True}
+        if is_sentence_transformer(directory) and pooling is not None:
+            raise DataError(f"{directory} is a sentence-transformers model: its own Pooling module pools; drop "
+                            "--pooling", directory)
+        for place in _weight_directories(directory):
+            check_loads_without_code(place)  # weights only as pickles: refused before anything is unpickled
         try:
-            if is_sentence_transformer(directory):
-                if pooling is not None:
-                    raise DataError(f"{directory} is a sentence-transformers model: its own Pooling module pools; "
-                                    "drop --pooling", directory)
-                model = SentenceTransformer(str(directory), device=device, model_kwargs=model_kwargs,
-                                            local_files_only=True, trust_remote_code=False)
-            else:
-                transformer = Transformer(str(directory), model_kwargs=model_kwargs, processor_kwargs=dict(_SAFE),
-                                          config_kwargs=dict(_SAFE), max_seq_length=max_length)
-                pool = Pooling(transformer.get_embedding_dimension(),
-                               pooling_mode=_ST_POOLING[pooling or DEFAULT_POOLING])
-                model = SentenceTransformer(modules=[transformer, pool], device=device)
+            with refusing_model_code(directory):
+                model = _build(directory, pooling, device, max_length)
         except (OSError, ValueError) as error:
             raise EmbeddingError(f"{directory}: cannot load the model ({' '.join(str(error).split())})",
                                  directory) from None
@@ -112,8 +102,32 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _only_pickled_weights(directory: Path) -> bool:
-    """A transformer whose weights are only pickles: loading them could run code (no safetensors file)."""
-    if is_sentence_transformer(directory) and not (directory / "config.json").is_file():
-        return False  # the transformer lives in a sub-directory, loaded with the same rules (use_safetensors)
-    return not any(directory.glob("*.safetensors")) and any(directory.glob("pytorch_model*.bin"))
+def _build(directory: Path, pooling: str | None, device: str, max_length: int | None) -> Any:
+    """The sentence-transformers model of a directory: its own modules, or a Transformer and a Pooling."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    model_kwargs = {**_SAFE, "use_safetensors": True}
+    if is_sentence_transformer(directory):
+        return SentenceTransformer(str(directory), device=device, model_kwargs=model_kwargs, local_files_only=True,
+                                   trust_remote_code=False)
+    transformer = Transformer(str(directory), model_kwargs=model_kwargs, processor_kwargs=dict(_SAFE),
+                              config_kwargs=dict(_SAFE), max_seq_length=max_length)
+    pool = Pooling(transformer.get_embedding_dimension(), pooling_mode=_ST_POOLING[pooling or DEFAULT_POOLING])
+    return SentenceTransformer(modules=[transformer, pool], device=device)
+
+
+def _weight_directories(directory: Path) -> list[Path]:
+    """Where a model's weights may be: the directory, and each module directory a sentence-transformers
+    model lists in modules.json."""
+    import json
+
+    places = [directory]
+    if is_sentence_transformer(directory):
+        try:
+            modules = json.loads((directory / ST_MODULES_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise DataError(f"cannot read {ST_MODULES_FILE}: {error}", directory / ST_MODULES_FILE) from None
+        places += [directory / m["path"] for m in modules if isinstance(m, dict) and isinstance(m.get("path"), str)
+                   and m["path"] and (directory / m["path"]).is_dir()]
+    return places

@@ -21,7 +21,6 @@ from klue.embed.base import EmbeddingBackend
 from klue.embed.cache import CACHE_FILE, EmbeddingCache
 from klue.embed.embedder import Embedder
 from klue.embed.frozen import (
-    C,
     cosines,
     fit_calibration,
     fit_labels,
@@ -29,6 +28,7 @@ from klue.embed.frozen import (
     spearman,
 )
 from klue.errors import DataError
+from klue.io.redact import redact_text
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
 from klue.results import EMBEDDING, PREDICTIONS_FILE, EmbeddingSummary, Results
@@ -51,6 +51,7 @@ def run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: int
     is `cache_path` (default: out_dir/embedding_cache.sqlite)."""
     settings = settings or EmbedSettings()
     started = time.perf_counter()
+    spec_text = redact_text(spec_text)  # the model's name in every output from here: no URL credentials
     use: EmbeddingUse = task.make_embedding()
     evaluated = list(data.eval)[:settings.limit] if settings.limit is not None else list(data.eval)
     if not data.train:
@@ -118,8 +119,7 @@ def _classification(use: Classification, task: Task[Any, Any], train: list[Any],
     predictions = [use.predict(record, labels[int(np.argmax(row))], dict(zip(labels, map(float, row))))
                    for record, row in zip(evaluated, probabilities)]
     features = "the pair features u, v, |u - v|, u * v" if use.n_texts == 2 else "the embedding"
-    head = f"logistic regression (lbfgs, C={C:g}) on {features}, fitted on the training part"
-    return predictions, head, {}
+    return predictions, model.describe(features), {}
 
 
 def _similarity(use: Similarity, train: list[Any], evaluated: list[Any], train_inputs: list[np.ndarray],

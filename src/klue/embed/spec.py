@@ -4,20 +4,24 @@
   plain Hugging Face encoder (pooled as `--pooling` says, mean by default), run in this process;
 - `emb:openai:MODEL@BASE_URL`: any OpenAI-compatible `/v1/embeddings` server (text-embeddings-inference,
   vLLM, Ollama, llama.cpp, a hosted API); the API key comes from the environment variable `--api-key-env`
-  names, never from the spec.
+  names, never from the spec. A base URL may carry `user:password@` (a proxy's Basic auth): they are sent,
+  and blanked wherever the spec is shown or written (`klue.io.redact`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from klue.errors import DataError
+from klue.io.redact import redact_text
 
 PREFIX = "emb:"
 OPENAI = "openai:"
 LOCAL_KIND = "local"
 OPENAI_KIND = "openai"
+_MODEL_AT_URL = re.compile(r"(?P<model>.+?)@(?P<url>https?://.+)")  # the first @ before the URL: user:pw@ stays in
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,12 @@ def parse_spec(text: str) -> EmbeddingSpec:
     """`emb:DIR` or `emb:openai:MODEL@URL` -> EmbeddingSpec; DataError saying the two forms otherwise."""
     body = text[len(PREFIX):].strip() if recognises(text) else ""
     if body.startswith(OPENAI):
-        model, sep, url = body[len(OPENAI):].rpartition("@")
-        if sep and model.strip() and url.startswith(("http://", "https://")):
-            return EmbeddingSpec(OPENAI_KIND, model.strip(), url.rstrip("/"))
+        found = _MODEL_AT_URL.fullmatch(body[len(OPENAI):])
+        if found and found["model"].strip():
+            return EmbeddingSpec(OPENAI_KIND, found["model"].strip(), found["url"].rstrip("/"))
     elif body:
         return EmbeddingSpec(LOCAL_KIND, body)
-    raise DataError(f"model spec {text!r}: use emb:DIR (a local sentence-transformers or Hugging Face encoder "
+    raise DataError(f"model spec {redact_text(text)!r}: use emb:DIR (a local sentence-transformers or Hugging Face encoder "
                     "directory) or emb:openai:MODEL@http://HOST:PORT/v1 (an OpenAI-compatible embeddings server)")
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from klue.embed.spec import LOCAL_KIND, local_directory, parse_spec, recognises
 from klue.errors import DataError
 from klue.families.base import ModelFamily, ModelFamilyUnavailable
+from klue.io.redact import redact_text
 from klue.results import EMBEDDING, Results
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class EmbeddingFamily(ModelFamily[EmbedOptions]):
                   out_dir: Path, mode: str, options: EmbedOptions) -> Results:
         from klue.io.lock import exclusive
 
-        with exclusive(Path(out_dir), f"klue embed {task.name} {model}"):
+        with exclusive(Path(out_dir), f"klue embed {task.name} {redact_text(model)}"):
             return self.run(task, model, protocol_data, seed, out_dir, mode, options)
 
 

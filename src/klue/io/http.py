@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import ssl
-from collections.abc import Mapping
-from typing import Any
+import threading
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
@@ -36,6 +38,7 @@ CONNECT_ERRORS: tuple[type[Exception], ...] = (httpx.ConnectError, httpx.Connect
 BROKEN_ERRORS: tuple[type[Exception], ...] = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 MESSAGE_CHARS = 300  # of a server's error text, in a message
 DEFAULT_POLICY = RetryPolicy()
+T = TypeVar("T")
 
 
 class HttpError(DataError):
@@ -76,6 +79,16 @@ class JsonTransport:
         self.policy = policy
         self.concurrency = concurrency
         self._ssl: ssl.SSLContext | None = None
+
+    @classmethod
+    def for_server(cls, root: str, api_key_env: str | None, *, concurrency: int,
+                   policy: RetryPolicy = DEFAULT_POLICY) -> JsonTransport:
+        """The transport of a model server whose API key is in the environment variable `api_key_env` (None:
+        no key is sent)."""
+        key_hint = (f"the API key comes from ${api_key_env}" if api_key_env
+                    else "no API key is sent: api_key_env is None")
+        key = Secret(os.environ.get(api_key_env) if api_key_env else None)
+        return cls(root, api_key=key, key_hint=key_hint, policy=policy, concurrency=concurrency)
 
     def __repr__(self) -> str:
         return f"JsonTransport({self.shown_root!r})"
@@ -173,3 +186,26 @@ class JsonTransport:
             if secret:
                 text = text.replace(secret, "<secret>")
         return redact_text(text)
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, T], name: str = "klue-http") -> T:
+    """Run `coroutine` to the end from sync code (a client's sync methods over this async transport), in a
+    thread of its own (`name`) when an event loop already runs here (a notebook), since asyncio.run refuses
+    to nest."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coroutine)
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = error
+    thread = threading.Thread(target=target, name=name)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

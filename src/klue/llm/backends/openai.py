@@ -23,9 +23,7 @@ import asyncio
 import itertools
 import json
 import math
-import os
 import re
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from klue.errors import UnreachableError
-from klue.io.http import HttpError, JsonTransport, Secret, UnreachableHttpError
+from klue.io.http import HttpError, JsonTransport, UnreachableHttpError, run_blocking
 from klue.io.redact import redact_text, redact_url
 from klue.io.retry import RetryPolicy
 from klue.llm.backends.base import (
@@ -308,12 +306,8 @@ class OpenAIBackend(BackendBase):
         self.root = redact_url(root)
         self.concurrency = concurrency
         self.timeout_s = timeout_s
-        key_hint = (f"the API key comes from ${api_key_env}" if api_key_env
-                    else "no API key is sent: api_key_env is None")
-        self.transport = JsonTransport(
-            root, api_key=Secret(os.environ.get(api_key_env) if api_key_env else None), key_hint=key_hint,
-            policy=RetryPolicy(attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s),
-            concurrency=concurrency)
+        self.transport = JsonTransport.for_server(root, api_key_env, concurrency=concurrency, policy=RetryPolicy(
+            attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s))
         self._deadline = None if deadline_s is None else time.monotonic() + deadline_s
         self.usage = Usage()
         self.fingerprint = model
@@ -418,25 +412,7 @@ class OpenAIBackend(BackendBase):
     # -- the event loop -------------------------------------------------------------------------------------
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run `coroutine` to the end from sync code, in a thread of its own when a loop already runs here
-        (a notebook), since asyncio.run refuses to nest."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = asyncio.run(coroutine)
-            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
-                box["error"] = error
-        thread = threading.Thread(target=target, name="klue-openai")
-        thread.start()
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        return run_blocking(coroutine, "klue-openai")
 
     async def _gather(self, jobs: list[Callable[[_Batch], Awaitable[tuple[Any, Any]]]],
                       on_result: ResultSink | None) -> list[Any]:

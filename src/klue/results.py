@@ -131,6 +131,18 @@ class LlmSummary:
     outputs_file: str | None = None  # prompts, raw answers and parses per example, beside the predictions
     notes: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)  # metrics left out of `scores` in this mode
+    # Shots (klue.llm.run): how they were drawn, and how often the answer simply repeated a shot's label.
+    shot_policy: str = ""  # e.g. "balanced over labels, seeded" or "random, seeded"
+    shot_label_agreement: float | None = None  # classification: share of answers equal to the last shot's label
+    shot_label_agreement_chance: float | None = None  # the same share expected if answers ignored the shots
+    # Fitting prompts into the model's context (klue.llm.run): what was cut, per run (per example in outputs).
+    context_length: int | None = None  # tokens, from the server, the model or --max-context
+    token_counter: str = ""  # how prompt tokens were counted: server endpoint, tokenizer, or a stated estimate
+    n_shots_dropped: int = 0  # examples whose prompt lost shots to fit
+    n_truncated: int = 0  # examples whose own context (passage, dialogue) was truncated to fit
+    n_unfit: int = 0  # examples that could not fit at all: scored wrong, never dropped
+    max_new_tokens: int | None = None  # generation: the task's token budget (from the gold answers' lengths)
+    budget_rule: str = ""  # how that budget was set, in words
 
 
 @dataclass

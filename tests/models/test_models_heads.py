@@ -88,3 +88,26 @@ def test_saved_model_loads_back_identically(tiny: Path, tmp_path: Path) -> None:
     for a, b in zip(again.encoder.state_dict().values(), model.encoder.state_dict().values()):
         assert torch.equal(a, b)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # no temporary directories left
+
+
+def test_trade_gold_log_probs_in_chunks_equal_the_full_distribution(tiny: Path, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    """The value decoder scores gold tokens chunk by chunk (a 250k vocabulary does not fit at once): values and
+    gradients equal those of the whole log-softmax."""
+    from klue.models import trade
+
+    loaded = load_encoder(tiny)
+    head = trade.TradeHead(loaded.encoder, HeadSpec(trade.KIND, trade.GATES, 0.0, {
+        "max_value_tokens": 4, "end_token_id": 2, "slot_token_ids": [[5, 6], [7]],
+        "gate_mask": [[True] * len(trade.GATES)] * 2})).eval()
+    vocabulary = head.word_embeddings.num_embeddings
+    outputs = torch.randn(3, 5, head.hidden_size, requires_grad=True)
+    gold = torch.randint(0, vocabulary, (3, 5))
+
+    full = head.vocabulary_logits(outputs).float().log_softmax(-1).gather(-1, gold[..., None]).squeeze(-1)
+    (full_grad,) = torch.autograd.grad(full.sum(), outputs)
+    monkeypatch.setattr(trade, "LOGIT_BUDGET", vocabulary * 4)  # chunks of 4 of the 15 steps
+    chunked = head.gold_log_vocab(outputs, gold)
+    (chunked_grad,) = torch.autograd.grad(chunked.sum(), outputs)
+    torch.testing.assert_close(chunked, full)
+    torch.testing.assert_close(chunked_grad, full_grad)

@@ -21,12 +21,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 from klue.models.heads import IGNORE_INDEX, EncoderWithHead, HeadOutput, HeadSpec, head_dropout
 
 KIND = "trade_state_tracker"
 GATES: tuple[str, ...] = ("none", "dontcare", "yes", "no", "ptr")
 PTR = GATES.index("ptr")
+# Decoder steps x vocabulary entries scored at once in training (about 256 MB of float32 logits): a
+# 250,000-token vocabulary (XLM-R, multilingual-e5) over every gold step of a batch took 16 GB at once.
+LOGIT_BUDGET = 2**26
 
 
 @dataclass
@@ -122,13 +126,31 @@ class TradeHead(EncoderWithHead):
         logits = self.gate(self.dropout(torch.cat([output, context], -1))).float().view(batch, count, -1)
         return logits.masked_fill(~self.gate_mask[None], float("-inf")), start
 
-    def mixture(self, outputs: torch.Tensor, inputs: torch.Tensor, states: torch.Tensor, mask: torch.Tensor,
-                example: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per decoder step: log p_vocab (rows, steps, vocab), the attention (rows, steps, length) and p_gen."""
+    def copy_and_switch(self, outputs: torch.Tensor, inputs: torch.Tensor, states: torch.Tensor,
+                        mask: torch.Tensor, example: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per decoder step: the attention (rows, steps, length) and p_gen (rows, steps)."""
         context, attention = self.attend(outputs, states, mask, example)
-        log_vocab = self.vocabulary_logits(outputs).float().log_softmax(-1)
         p_gen = torch.sigmoid(self.switch(torch.cat([outputs, context, inputs], -1))).float().squeeze(-1)
-        return log_vocab, attention, p_gen
+        return attention, p_gen
+
+    def gold_log_vocab(self, outputs: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+        """log p_vocab of the gold token at every decoder step (rows, steps), in chunks of steps under activation
+        checkpointing, so that the full (rows, steps, vocabulary) distribution is never held: only a chunk's
+        logits exist at a time, in the forward pass and again in the backward pass."""
+        flat, flat_gold = outputs.reshape(-1, outputs.size(-1)), gold.reshape(-1)
+        chunk = max(1, LOGIT_BUDGET // self.word_embeddings.num_embeddings)
+        pieces = []
+        for start in range(0, flat.size(0), chunk):
+            piece, piece_gold = flat[start:start + chunk], flat_gold[start:start + chunk]
+            if torch.is_grad_enabled() and flat.size(0) > chunk:
+                pieces.append(checkpoint(self._gold_log_vocab, piece, piece_gold, use_reentrant=False))
+            else:
+                pieces.append(self._gold_log_vocab(piece, piece_gold))
+        return torch.cat(pieces).view(gold.shape)
+
+    def _gold_log_vocab(self, states: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+        logits = self.vocabulary_logits(states).float()
+        return logits.gather(-1, gold[:, None]).squeeze(-1) - logits.logsumexp(-1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, gate_labels: torch.Tensor | None = None,
@@ -148,9 +170,9 @@ class TradeHead(EncoderWithHead):
             previous = targets[:, :-1].clamp(min=0)  # teacher forcing; positions after the end carry no loss
             inputs = torch.cat([slots[slot][:, None], self.embed(previous)], 1)
             outputs, _ = self.gru(self.dropout(inputs), start[example][None].contiguous())
-            log_vocab, attention, p_gen = self.mixture(outputs, inputs, states, mask, example)
+            attention, p_gen = self.copy_and_switch(outputs, inputs, states, mask, example)
             gold = targets.clamp(min=0)
-            p_vocab = log_vocab.gather(-1, gold[..., None]).squeeze(-1).exp()
+            p_vocab = self.gold_log_vocab(outputs, gold).exp()
             p_copy = (attention * (input_ids[example][:, None, :] == gold[..., None])).sum(-1)
             nll = -torch.log((p_gen * p_vocab + (1 - p_gen) * p_copy).clamp_min(1e-12))
             valid = targets != IGNORE_INDEX
@@ -179,9 +201,10 @@ class TradeHead(EncoderWithHead):
         generated = torch.full((rows.numel(), self.max_value_tokens), -1, dtype=torch.int64, device=states.device)
         for step in range(self.max_value_tokens):
             output, hidden = self.gru(step_input, hidden)
-            log_vocab, attention, p_gen = self.mixture(output, step_input, states, mask, example)
-            p_copy = torch.zeros_like(log_vocab[:, 0]).scatter_add_(1, history, attention[:, 0])
-            mixed = p_gen[:, 0, None] * log_vocab[:, 0].exp() + (1 - p_gen[:, 0, None]) * p_copy
+            attention, p_gen = self.copy_and_switch(output, step_input, states, mask, example)
+            p_vocab = self.vocabulary_logits(output[:, 0]).float().softmax(-1)
+            p_copy = torch.zeros_like(p_vocab).scatter_add_(1, history, attention[:, 0])
+            mixed = p_gen[:, 0, None] * p_vocab + (1 - p_gen[:, 0, None]) * p_copy
             token = mixed.argmax(-1)
             generated[:, step] = token.masked_fill(finished, -1)
             finished |= token == self.end_token_id

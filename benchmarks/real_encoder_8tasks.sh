@@ -16,7 +16,7 @@ export OMP_WAIT_POLICY=PASSIVE
 # task protocol max_steps
 while read -r task protocol steps; do
   .venv/bin/klue benchmark --model "$model" --out "$out" --tasks "$task" --seeds "$seeds" --protocol "$protocol" \
-    --override max_steps="$steps" --override evals_per_epoch=0 --override save_checkpoints=false \
+    --override max_steps="$steps" --override evals_per_epoch=0 --override save_checkpoints=false </dev/null \
     || echo "cell $task failed (exit $?): the other tasks go on; the report shows it" >&2
 done <<'TASKS'
 ynat local:ynat-resplit 190

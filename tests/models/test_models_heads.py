@@ -111,3 +111,25 @@ def test_trade_gold_log_probs_in_chunks_equal_the_full_distribution(tiny: Path, 
     (chunked_grad,) = torch.autograd.grad(chunked.sum(), outputs)
     torch.testing.assert_close(chunked, full)
     torch.testing.assert_close(chunked_grad, full_grad)
+
+
+def test_trade_generation_in_row_chunks_equals_generation_at_once(tiny: Path, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """Greedy value decoding runs over bounded chunks of (example, slot) rows (a 250k vocabulary over every ptr
+    slot of a batch does not fit at once): the tokens equal those decoded in one piece."""
+    from klue.models import trade
+
+    torch.manual_seed(0)
+    loaded = load_encoder(tiny)
+    head = trade.TradeHead(loaded.encoder, HeadSpec(trade.KIND, trade.GATES, 0.0, {
+        "max_value_tokens": 4, "end_token_id": 2, "slot_token_ids": [[5, 6], [7], [8, 9]],
+        "gate_mask": [[True] * len(trade.GATES)] * 3})).eval()
+    with torch.no_grad():
+        head.gate.bias[trade.PTR] = 10.0  # every slot gated ptr: 3 examples x 3 slots = 9 rows to decode
+        encoded = loaded.tokenizer(TEXTS[:3], padding=True, return_tensors="pt")
+        whole = head(encoded["input_ids"], encoded["attention_mask"]).value_tokens
+        monkeypatch.setattr(trade, "LOGIT_BUDGET", head.word_embeddings.num_embeddings * 2)  # chunks of 2 rows
+        chunked = head(encoded["input_ids"], encoded["attention_mask"]).value_tokens
+    assert whole is not None and chunked is not None
+    assert (whole[..., 0] >= 0).all()  # every row was decoded
+    assert torch.equal(whole, chunked)

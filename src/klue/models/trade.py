@@ -193,12 +193,23 @@ class TradeHead(EncoderWithHead):
         rows = (gate_logits.argmax(-1) == PTR).flatten().nonzero().squeeze(-1)  # sorted: row-major
         if not rows.numel():
             return tokens
-        example, slot = rows // count, rows % count
+        # Rows decoded together are bounded so that the few (rows, vocabulary) tensors of a step stay near
+        # LOGIT_BUDGET entries: a 250,000-token vocabulary over every ptr slot of an evaluation batch (an
+        # untrained gate says ptr often) held 10+ GB and was killed.
+        chunk = max(1, LOGIT_BUDGET // self.word_embeddings.num_embeddings)
+        generated = torch.cat([self._decode(input_ids, states, mask, slots, start, piece // count, piece % count)
+                               for piece in rows.split(chunk)])
+        tokens.view(batch * count, -1)[rows] = generated
+        return tokens
+
+    def _decode(self, input_ids: torch.Tensor, states: torch.Tensor, mask: torch.Tensor, slots: torch.Tensor,
+                start: torch.Tensor, example: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
+        """Greedy value tokens (rows, max_value_tokens) of the given (example, slot) rows; -1 after the end."""
         history = input_ids[example]
         hidden = start[example][None].contiguous()
         step_input = slots[slot][:, None]
-        finished = torch.zeros(rows.numel(), dtype=torch.bool, device=states.device)
-        generated = torch.full((rows.numel(), self.max_value_tokens), -1, dtype=torch.int64, device=states.device)
+        finished = torch.zeros(example.numel(), dtype=torch.bool, device=states.device)
+        generated = torch.full((example.numel(), self.max_value_tokens), -1, dtype=torch.int64, device=states.device)
         for step in range(self.max_value_tokens):
             output, hidden = self.gru(step_input, hidden)
             attention, p_gen = self.copy_and_switch(output, step_input, states, mask, example)
@@ -211,5 +222,4 @@ class TradeHead(EncoderWithHead):
             if bool(finished.all()):
                 break
             step_input = self.embed(token)[:, None]
-        tokens.view(batch * count, -1)[rows] = generated
-        return tokens
+        return generated

@@ -143,8 +143,13 @@ class Backend(Protocol):
     # at once; False: only when the call returns, so the cache asks chunk by chunk (a chunk's answers kept).
     streams_results: bool
     renders_chat: bool  # whether `chat_prompt` gives a chat as the prompt text (chat-form log-likelihood)
-    token_counter: str  # how `count_tokens` counts: a server endpoint, the model's tokenizer, or an estimate
-    context_length: int | None  # the model's context in tokens, where the model or server says (None: unknown)
+    @property
+    def token_counter(self) -> str:
+        """How `count_tokens` counts: a server endpoint, the model's tokenizer, or an estimate."""
+
+    @property
+    def context_length(self) -> int | None:
+        """The model's context in tokens, where the model or server says (None: unknown)."""
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 
@@ -165,8 +170,14 @@ class BackendBase:
     name: str
     streams_results = False
     renders_chat = False
-    token_counter = ESTIMATE_COUNTER
-    context_length: int | None = None
+
+    @property
+    def token_counter(self) -> str:
+        return ESTIMATE_COUNTER
+
+    @property
+    def context_length(self) -> int | None:
+        return None
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Prompt tokens per text, special tokens included (`token_counter` says how)."""

@@ -157,7 +157,9 @@ class HfBackend(base.BackendBase):
                    f"in process; generated answers are parsed unconstrained: {why_not}",))
 
     # -- token counts and the context (klue.llm.fitting) ---------------------------------------------
-    token_counter = "the model's tokenizer (transformers), special tokens included"
+    @property
+    def token_counter(self) -> str:
+        return "the model's tokenizer (transformers), special tokens included"
 
     @property
     def context_length(self) -> int | None:

@@ -37,6 +37,7 @@ from klue.io.http import HttpError, JsonTransport, UnreachableHttpError, run_blo
 from klue.io.redact import redact_text, redact_url
 from klue.io.retry import RetryPolicy
 from klue.llm.backends.base import (
+    ESTIMATE_COUNTER,
     BackendBase,
     BackendError,
     BackendOptions,
@@ -48,7 +49,6 @@ from klue.llm.backends.base import (
     LoglikResult,
     ResultSink,
     Usage,
-    ESTIMATE_COUNTER,
     estimate_tokens,
 )
 
@@ -87,7 +87,7 @@ def context_error(message: str) -> ContextExceeded | None:
 
 def server_root(root: str) -> str:
     """`http://h:8000/v1` -> `http://h:8000`: where tokenize endpoints and `/props` live."""
-    return root[: -len("/v1")] if root.endswith("/v1") else root
+    return root.removesuffix("/v1")
 
 
 PROBE_PROMPT = "안녕하세요. 반갑습니다"  # Korean, so multi-byte offsets are exercised from the start

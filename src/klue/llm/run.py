@@ -221,7 +221,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
         shot_label_agreement=agreement[0] if agreement else None,
         shot_label_agreement_chance=agreement[1] if agreement else None,
         context_length=context.length, token_counter=inner.token_counter,
-        n_shots_dropped=sum(1 for o in outputs if o.n_shots_dropped), n_truncated=sum(1 for o in outputs if o.truncated),
+        n_shots_dropped=sum(1 for o in outputs if o.n_shots_dropped), n_truncated=sum(1 for o in outputs if o.truncated and not o.unfit),
         n_unfit=sum(1 for o in outputs if o.unfit), max_new_tokens=engine.budget,
         budget_rule=fitting.BUDGET_RULE if engine.budget is not None else "")
     producer = ProducerReport(

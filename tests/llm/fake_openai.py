@@ -56,6 +56,8 @@ class FakeOpenAI:
     error_message: Callable[[dict[str, str]], str] | None = None  # the text of a failure's error.message
     faults: list[str] = field(default_factory=list)  # FAULTS to commit on the next requests, one each
     fault_of: Callable[[dict[str, Any]], str | None] | None = None  # per request body, before `faults`
+    n_ctx: int | None = None  # a context: a longer prompt is refused with HTTP 400, in llama-cpp-python's words
+    tokenize: bool = False  # answer llama-cpp-python's POST /extras/tokenize (at the server's root)
     seen: list[Seen] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -95,8 +97,13 @@ class FakeOpenAI:
             return {"__status__": 500, "error": {"message": "a list of prompts is not supported"}}
         constrained = self.constrained_text(body)
         generated = constrained if constrained is not None else "out" + prompt[-3:]
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "length", "text": generated}
+        # "length" only where the budget was all used (a real server's "length" before it means the context ended)
+        finish = "length" if body.get("max_tokens", 16) <= 1 else "stop"
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish, "text": generated}
         pieces = self.tokens(prompt)
+        if self.n_ctx is not None and len(pieces) >= self.n_ctx:
+            return {"__status__": 400, "error": {"message": f"Requested tokens ({len(pieces)}) exceed context "
+                                                            f"window of {self.n_ctx}"}}
         generated_tokens = 1
         if body.get("echo") and self.echo:
             generated_tokens = self.echo_generated
@@ -176,8 +183,13 @@ class FakeOpenAI:
                         message = fake.error_message(dict(self.headers)) if fake.error_message else "try later"
                         self.reply(status, {"error": {"message": message}}, headers)
                         return
-                    answer = (fake.completion(body) if self.path.endswith("/completions")
-                              and not self.path.endswith("/chat/completions") else fake.chat_answer(body))
+                    if self.path.endswith("/extras/tokenize") and fake.tokenize:
+                        answer = {"tokens": list(range(len(fake.tokens(body["input"]))))}
+                    elif not self.path.endswith("/completions"):
+                        answer = {"__status__": 404, "detail": "Not Found"}
+                    else:
+                        answer = (fake.completion(body) if not self.path.endswith("/chat/completions")
+                                  else fake.chat_answer(body))
                     if fault is not None:
                         self.misbehave(fault, answer)
                         return

@@ -146,7 +146,7 @@ def test_prompts_are_declared_in_korean_with_a_version(name: str) -> None:
     prompts = prompts_of(name)
     module = importlib.import_module(f"klue.tasks.{name}.prompts")
     assert isinstance(prompts, TaskPrompts) and module.make_prompts().version == prompts.version
-    assert prompts.version == f"{name}-ko-1" and prompts.cue == "답:"
+    assert prompts.version == f"{name}-ko-2" and prompts.cue == "답:"
     assert prompts.modes == (LOGLIK, GENERATE) and prompts.default_mode == LOGLIK
     assert prompts.supports(LOGLIK) and prompts.supports(GENERATE)
     assert any("\uac00" <= ch <= "\ud7a3" for ch in prompts.instruction)  # Hangul

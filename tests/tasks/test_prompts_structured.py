@@ -94,7 +94,7 @@ def _read(source: Source, path: Path) -> list[Any]:
 def test_prompts_follow_the_interface(wos_prompts: TaskPrompts) -> None:
     for name in STRUCTURED:
         prompts = wos_prompts if name == "wos" else prompts_of(name, None)
-        assert isinstance(prompts, TaskPrompts) and prompts.version == f"{name}-ko-1", name
+        assert isinstance(prompts, TaskPrompts) and prompts.version == f"{name}-ko-2", name
         assert prompts.cue == "답:" and prompts.modes == (GENERATE,) and prompts.default_mode == GENERATE
         assert prompts.supports(GENERATE) and not prompts.supports("loglik") and prompts.choices is None
         assert any("가" <= c <= "힣" for c in prompts.instruction), f"{name}: the instruction is not Korean"

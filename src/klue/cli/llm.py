@@ -50,6 +50,10 @@ def llm_command(
     batch_size: Annotated[int, typer.Option(help="Sequences per forward pass (in-process backend).")] = 8,
     protocol: Annotated[str, typer.Option(help="auto, official, heldout, hf or local:<name>; the training part "
                                           "only supplies few-shot examples.")] = "auto",
+    max_context: Annotated[int | None, typer.Option(help="The model's context in tokens, where the server does "
+                                                    "not say it (llama-cpp-python): prompts are fitted to it by "
+                                                    "dropping shots, then cutting the example's own context "
+                                                    "(docs/llm.md).", show_default=False)] = None,
     unconstrained: Annotated[bool, typer.Option("--unconstrained", help="Never ask the backend for "
                                                 "constrained decoding (grammar / JSON schema).")] = False,
     metric: MetricModeOption = "official",
@@ -72,10 +76,10 @@ def llm_command(
 
     for spec in model:
         FAMILY.check(spec)  # a spec no LLM backend takes, or a malformed one, is refused before anything runs
-    if shots < 0 or (limit is not None and limit < 1) or concurrency < 1:
-        raise DataError("--shots must be 0 or more, --limit and --concurrency 1 or more")
+    if shots < 0 or (limit is not None and limit < 1) or concurrency < 1 or (max_context is not None and max_context < 1):
+        raise DataError("--shots must be 0 or more, --limit, --concurrency and --max-context 1 or more")
     settings: dict[str, Any] = {"mode": mode, "form": form, "shots": shots, "limit": limit,
-                                "constrained": not unconstrained, "concurrency": concurrency, "timeout_s": timeout,
+                                "constrained": not unconstrained, "max_context": max_context, "concurrency": concurrency, "timeout_s": timeout,
                                 "api_key_env": api_key_env, "batch_size": batch_size}
     FAMILY.options(settings)
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),

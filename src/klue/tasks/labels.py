@@ -145,5 +145,10 @@ class LabelPrompts:
             gold_answer=self.gold_answer, parse=self.parse, modes=(LOGLIK, GENERATE), default_mode=LOGLIK,
             choices=self.choices, from_choices=self.from_probabilities, gold_choice=self.gold_choice,
             max_new_tokens=lambda record: tokens, choice_strings=self.choices, notes=self.notes,
-            not_applicable=self.not_applicable,
+            not_applicable=self.not_applicable, label_of=_label_of, unfit_prediction=self.wrong_prediction,
         )
+
+
+def _label_of(record_or_prediction: Any) -> str:
+    """The label a single-label record or prediction carries (both name it `label`)."""
+    return str(record_or_prediction.label)

@@ -6,7 +6,8 @@ Two prompt forms are built from the same parts:
 - completion: `instruction`, a blank line, each few-shot example as `render(shot) + "\\n" + cue + " " +
   gold_answer(shot)` separated by blank lines, then `render(record) + "\\n" + cue`; the model continues with
   " " + its answer (log-likelihood scores `" " + choice` as the continuation).
-- chat: a system message `instruction`, then per shot a user message `render(shot)` and an assistant message
+- chat: a system message `instruction` (its sentence naming the cue, `cue_sentence`, replaced by
+  `CHAT_ANSWER_ONLY`: chat messages carry no cue), then per shot a user message `render(shot)` and an assistant message
   `gold_answer(shot)`, then a user message `render(record)`, through the model's chat template.
 
 Scoring modes: `loglik` (only where `choices` is given): the normalised probabilities of the choices give the
@@ -33,6 +34,26 @@ MODES = (LOGLIK, GENERATE)
 COMPLETION = "completion"
 CHAT = "chat"
 FORMS = (COMPLETION, CHAT)
+CHAT_ANSWER_ONLY = "답만 쓰세요."  # "write only the answer": the chat form's end of an instruction
+# What a small model writes after its answer when it goes on with a next example (SmolLM2-135M: "\n- 답:",
+# "\n사람:"); every generation stops there, beside the task's own `stop` and the next example's header.
+NEXT_EXAMPLE_MARKERS: tuple[str, ...] = ("\n\n", "\n- 답:", "\n사람:")
+
+
+def cue_sentence(cue: str) -> str:
+    """The completion form's last sentence of an instruction: write only the answer after the cue."""
+    return f'"{cue}" 뒤에 답만 쓰세요.'
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """How a record's own context (an MRC passage, a WoS dialogue history) is cut to fit a model's context
+    (`klue.llm.fitting`): `size` units in the record, `keep(record, n)` the record with only n of them."""
+
+    what: str  # said in results: "the passage, cut from its end"
+    unit: str  # "characters", "utterances"
+    size: Callable[[Any], int]
+    keep: Callable[[Any, int], Any]
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,14 @@ class TaskPrompts:
     notes: str = ""  # what a reader of results should know (e.g. "AUPRC needs loglik")
     # metrics that mean nothing in a mode (RE's AUPRC from generated names): left out of that mode's scores
     not_applicable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # classification tasks: the label of a record or a prediction; shots are then balanced over labels and
+    # the shot-label agreement is measured (klue.llm.shots)
+    label_of: Callable[[Any], str] | None = None
+    # the prediction of an example whose prompt cannot fit the model's context (scored as wrong, counted);
+    # None: the prediction of an empty answer (`parse(record, "")`)
+    unfit_prediction: Callable[[Any], Any] | None = None
+    truncation: Truncation | None = None  # how the record's own context is cut to fit; None: it is not
+    markers: tuple[str, ...] = ()  # more places where an answer ends (the next dialogue turn)
 
     def supports(self, mode: str) -> bool:
         return mode in self.modes and (mode != LOGLIK or (self.choices is not None and self.from_choices is not None))
@@ -95,14 +124,35 @@ def completion_prompt(prompts: TaskPrompts, record: Any, shots: Sequence[Any], m
     return "\n\n".join(blocks)
 
 
+def chat_instruction(prompts: TaskPrompts) -> str:
+    """The instruction as the chat form's system message: no cue to write after, only the answer."""
+    return prompts.instruction.replace(cue_sentence(prompts.cue), CHAT_ANSWER_ONLY)
+
+
 def chat_messages(prompts: TaskPrompts, record: Any, shots: Sequence[Any], mode: str = GENERATE) -> list[dict[str, str]]:
     """The chat form's messages for `record` after `shots`."""
-    messages = [{"role": "system", "content": prompts.instruction}]
+    messages = [{"role": "system", "content": chat_instruction(prompts)}]
     for shot in shots:
         messages.append({"role": "user", "content": prompts.render(shot)})
         messages.append({"role": "assistant", "content": shot_answer(prompts, shot, mode)})
     messages.append({"role": "user", "content": prompts.render(record)})
     return messages
+
+
+def answer_stops(prompts: TaskPrompts, record: Any) -> tuple[str, ...]:
+    """Where a generated answer ends: the task's stops, the next example's cue and header (the first line's
+    label of `render`, e.g. "\n제목:"), `NEXT_EXAMPLE_MARKERS` and the task's markers, each once."""
+    header = prompts.render(record).split("\n", 1)[0].split(":", 1)
+    found = [*prompts.stop, f"\n{prompts.cue}", *NEXT_EXAMPLE_MARKERS, *prompts.markers]
+    if len(header) == 2 and header[0].strip():
+        found.append(f"\n{header[0].strip()}:")
+    return tuple(dict.fromkeys(stop for stop in found if stop))
+
+
+def cut_at_stops(text: str, stops: Sequence[str]) -> str:
+    """`text` up to its first stop: servers that ignore stop strings, or stop after them, are cut alike."""
+    positions = [text.find(stop) for stop in stops if stop and stop in text]
+    return text[:min(positions)] if positions else text
 
 
 def normalised(logprobs: Sequence[float]) -> list[float]:

@@ -19,6 +19,26 @@ class BackendError(DataError):
     """The model or server failed in a way a user must hear about (unreachable, refused, a bad answer)."""
 
 
+class ContextExceeded(BackendError):
+    """The server refused a prompt longer than the model's context; `context_length` is the length its
+    message names (None where it names none), which the engine learns and fits the next prompts to."""
+
+    def __init__(self, message: str, context_length: int | None = None) -> None:
+        super().__init__(message)
+        self.context_length = context_length
+
+
+# How prompts are counted where neither the server nor a tokenizer can count them: an upper bound for
+# byte-level BPE and byte-fallback SentencePiece tokenizers (no token is shorter than one UTF-8 byte), plus
+# room for special tokens, so a prompt fitted by it always fits (at the cost of cutting more than needed).
+ESTIMATE_COUNTER = "estimate: UTF-8 bytes + 8 (an upper bound; no tokenizer or tokenize endpoint)"
+
+
+def estimate_tokens(text: str) -> int:
+    """`ESTIMATE_COUNTER`'s count of `text`."""
+    return len(text.encode("utf-8")) + 8
+
+
 @dataclass(frozen=True)
 class LoglikRequest:
     context: str  # the prompt, up to and including the answer cue
@@ -123,6 +143,15 @@ class Backend(Protocol):
     # at once; False: only when the call returns, so the cache asks chunk by chunk (a chunk's answers kept).
     streams_results: bool
     renders_chat: bool  # whether `chat_prompt` gives a chat as the prompt text (chat-form log-likelihood)
+    @property
+    def token_counter(self) -> str:
+        """How `count_tokens` counts: a server endpoint, the model's tokenizer, or an estimate."""
+
+    @property
+    def context_length(self) -> int | None:
+        """The model's context in tokens, where the model or server says (None: unknown)."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
 
     def loglik(self, requests: Sequence[LoglikRequest],
                on_result: ResultSink | None = None) -> list[LoglikResult]: ...
@@ -141,6 +170,18 @@ class BackendBase:
     name: str
     streams_results = False
     renders_chat = False
+
+    @property
+    def token_counter(self) -> str:
+        return ESTIMATE_COUNTER
+
+    @property
+    def context_length(self) -> int | None:
+        return None
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Prompt tokens per text, special tokens included (`token_counter` says how)."""
+        return [estimate_tokens(text) for text in texts]
 
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
         raise BackendError(f"the {self.name} backend cannot give a chat as prompt text; use "

@@ -5,7 +5,8 @@
   are batched (left-padded, longest together), the continuations batched too, right-padded. The context and the continuation are tokenized apart (context with
   the tokenizer's special tokens, continuation without), so the continuation's tokens are exactly its own:
   nothing straddles the boundary by construction.
-- Generation: greedy, batched, left-padded; a stop string cuts the text after decoding. A request's
+- Generation: greedy, batched, left-padded; a row ends at a stop string (transformers' `stop_strings`),
+  and the text is cut there after decoding. A request's
   constraint (choices, JSON schema or regex) is applied by llguidance as a token mask per sequence
   (`klue.llm.constrained`); without llguidance, or for a constraint that does not compile, the answer is
   generated unconstrained, counted in `usage` and said in the capabilities' notes (never silently).
@@ -155,6 +156,19 @@ class HfBackend(base.BackendBase):
             notes=(f"in process; constrained decoding with {LIBRARY} (JSON schema, choices, regex, spans)" if can else
                    f"in process; generated answers are parsed unconstrained: {why_not}",))
 
+    # -- token counts and the context (klue.llm.fitting) ---------------------------------------------
+    @property
+    def token_counter(self) -> str:
+        return "the model's tokenizer (transformers), special tokens included"
+
+    @property
+    def context_length(self) -> int | None:
+        """The positions the model takes (its config's max_position_embeddings), None where it states none."""
+        return None if self.max_positions == 1 << 30 else self.max_positions
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self._encode_many(texts, special=True)]
+
     # -- prompts -------------------------------------------------------------------------------------
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
         """The chat template applied to `messages`, ready for the assistant's answer."""
@@ -301,9 +315,13 @@ class HfBackend(base.BackendBase):
         budget = max(r.max_new_tokens for r in chunk)
         rows = [RowState(self._matcher(r), r.max_new_tokens) for r in chunk]
         processors = LogitsProcessorList([GrammarMasks(rows, width, eos)] if any(r.matcher for r in rows) else [])
+        # Stop strings end a row's generation where it writes one (the next example's marker), instead of
+        # running to the budget; transformers matches them on token ids, so it needs the tokenizer.
+        stops = sorted({stop for r in chunk for stop in r.stop if stop})
+        stopping: dict[str, Any] = {"stop_strings": stops, "tokenizer": self.tokenizer} if stops else {}
         with torch.inference_mode():
             out = self.lm.generate(input_ids=ids, attention_mask=mask, max_new_tokens=budget, do_sample=False,
-                                   pad_token_id=pad, eos_token_id=eos, logits_processor=processors)
+                                   pad_token_id=pad, eos_token_id=eos, logits_processor=processors, **stopping)
         results = []
         for row, (request, state) in enumerate(zip(chunk, rows)):
             new = out[row, width:width + request.max_new_tokens].tolist()
@@ -311,6 +329,8 @@ class HfBackend(base.BackendBase):
                 new = new[:state.n_answer]
             if eos is not None and eos in new:
                 new = new[:new.index(eos)]
+            if stops and pad is not None and pad in new:  # a row stopped by a stop string is padded after it
+                new = new[:new.index(pad)]
             text = cut_at_stop(str(self.tokenizer.decode(new, skip_special_tokens=True)), request.stop)
             if state.failed:
                 self._count("constraint_dropped")

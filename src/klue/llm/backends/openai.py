@@ -37,16 +37,19 @@ from klue.io.http import HttpError, JsonTransport, UnreachableHttpError, run_blo
 from klue.io.redact import redact_text, redact_url
 from klue.io.retry import RetryPolicy
 from klue.llm.backends.base import (
+    ESTIMATE_COUNTER,
     BackendBase,
     BackendError,
     BackendOptions,
     Capabilities,
+    ContextExceeded,
     GenerateRequest,
     GenerateResult,
     LoglikRequest,
     LoglikResult,
     ResultSink,
     Usage,
+    estimate_tokens,
 )
 
 T = TypeVar("T")
@@ -59,6 +62,33 @@ GREEDY_TOLERANCE = 1e-6  # log-prob ties between the chosen and the top token co
 GBNF = "gbnf"  # llama-cpp-python: body["grammar"]
 STRUCTURED = "structured_outputs"  # vLLM >= 0.12: body["structured_outputs"]
 RESPONSE_FORMAT = "response_format"  # llama-cpp-python chat: {"type": "json_object", "schema": ...}
+
+# Servers' words for a prompt longer than the context (llama-cpp-python, vLLM, SGLang, llama.cpp), each with
+# the context length it names where it names one.
+CONTEXT_ERRORS = (re.compile(r"exceeds? (?:the )?context window of (\d+)", re.IGNORECASE),
+                  re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
+                  re.compile(r"context length (?:is |of )?(\d+)", re.IGNORECASE),
+                  re.compile(r"n_ctx[^0-9]{0,20}(\d+)", re.IGNORECASE),
+                  re.compile(r"exceeds? (?:the available )?context size", re.IGNORECASE))
+# Tokenize endpoints at the server's root (not under /v1), tried in order: (name, endpoint, body key, answer key)
+TOKENIZERS = (("llama-cpp-python", "/extras/tokenize", "input", "tokens"),
+              ("vLLM/SGLang", "/tokenize", "prompt", "tokens"),
+              ("llama.cpp server", "/tokenize", "content", "tokens"))
+
+
+def context_error(message: str) -> ContextExceeded | None:
+    """A ContextExceeded for a server's refusal of a too-long prompt (None: the message says nothing of it)."""
+    for pattern in CONTEXT_ERRORS:
+        found = pattern.search(message)
+        if found:
+            return ContextExceeded(message, int(found.group(1)) if found.groups() else None)
+    return None
+
+
+def server_root(root: str) -> str:
+    """`http://h:8000/v1` -> `http://h:8000`: where tokenize endpoints and `/props` live."""
+    return root.removesuffix("/v1")
+
 
 PROBE_PROMPT = "안녕하세요. 반갑습니다"  # Korean, so multi-byte offsets are exercised from the start
 PROBE_CHOICE = "zq"  # an answer no unconstrained model gives by chance
@@ -308,6 +338,12 @@ class OpenAIBackend(BackendBase):
         self.timeout_s = timeout_s
         self.transport = JsonTransport.for_server(root, api_key_env, concurrency=concurrency, policy=RetryPolicy(
             attempts=max(1, max_attempts), backoff_s=backoff_s, timeout_s=timeout_s))
+        # Tokenize endpoints and /props sit at the server's root; asked once, when prompts are first fitted.
+        self.root_transport = JsonTransport.for_server(server_root(root), api_key_env, concurrency=1,
+                                                       policy=RetryPolicy(attempts=1, timeout_s=timeout_s))
+        self._tokenizer: tuple[str, str, str, str] | None | bool = False  # False: not probed yet; None: none
+        self._context: int | None | bool = False
+        self._counts: dict[str, int] = {}
         self._deadline = None if deadline_s is None else time.monotonic() + deadline_s
         self.usage = Usage()
         self.fingerprint = model
@@ -343,6 +379,91 @@ class OpenAIBackend(BackendBase):
 
     def close(self) -> None:
         """Nothing stays open between calls: each call opens and closes its own connection pool."""
+
+    # -- token counts and the context (klue.llm.fitting) ----------------------------------------------------
+
+    @property
+    def token_counter(self) -> str:
+        found = self._find_tokenizer()
+        return f"the server's {found[1]} ({found[0]})" if found else ESTIMATE_COUNTER
+
+    @property
+    def context_length(self) -> int | None:
+        """The context the server states: vLLM's `max_model_len` in /v1/models, llama.cpp's /props n_ctx
+        (llama-cpp-python states none: then None, and the engine learns it from a refusal or --max-context)."""
+        if self._context is False:
+            self._context = self._run(self._ask_context())
+        return None if self._context is True or self._context is False else self._context
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text by the server's tokenize endpoint where it has one (special tokens included, as
+        the server adds them to a prompt), else the stated estimate; each text counted once."""
+        found = self._find_tokenizer()
+        missing = list(dict.fromkeys(t for t in texts if t not in self._counts))
+        if found and missing:
+            self._counts.update(zip(missing, self._run(self._tokenize_all(found, missing))))
+        return [self._counts[t] if found else estimate_tokens(t) for t in texts]
+
+    def _find_tokenizer(self) -> tuple[str, str, str, str] | None:
+        if self._tokenizer is False:
+            self._tokenizer = self._run(self._probe_tokenizer())
+        return self._tokenizer if isinstance(self._tokenizer, tuple) else None
+
+    async def _root_post(self, client: httpx.AsyncClient, endpoint: str, body: Mapping[str, Any]) -> Any:
+        try:
+            return await self.root_transport.request(client, "POST", endpoint, body, "counting tokens")
+        except UnreachableHttpError as error:
+            raise ServerUnreachable(str(error)) from None
+
+    async def _probe_tokenizer(self) -> tuple[str, str, str, str] | None:
+        async with self.root_transport.client() as client:
+            for name, endpoint, key, answer_key in TOKENIZERS:
+                try:
+                    answer = await self._root_post(client, endpoint, {"model": self.model, key: PROBE_PROMPT})
+                except ServerUnreachable:
+                    raise
+                except HttpError:
+                    continue
+                if isinstance(answer.get(answer_key), list) and answer[answer_key]:
+                    return name, endpoint, key, answer_key
+        return None
+
+    async def _tokenize_all(self, found: tuple[str, str, str, str], texts: list[str]) -> list[int]:
+        _, endpoint, key, answer_key = found
+        async with self.root_transport.client() as client:
+            counts = []
+            for text in texts:
+                try:
+                    answer = await self._root_post(client, endpoint, {"model": self.model, key: text})
+                except HttpError as error:
+                    raise BackendError(str(error)) from None
+                tokens = answer.get(answer_key)
+                if not isinstance(tokens, list):
+                    raise BackendError(f"{self.root_transport.shown_root}{endpoint}: no token list in the answer")
+                counts.append(len(tokens))
+        return counts
+
+    async def _ask_context(self) -> int | bool:
+        """The context length the server states, or True when it states none."""
+        for transport, endpoint, path in ((self.transport, "/models", None),
+                                          (self.root_transport, "/props", "default_generation_settings.n_ctx")):
+            async with transport.client() as client:
+                try:
+                    answer = await transport.request(client, "GET", endpoint, None, "the context length")
+                except UnreachableHttpError as error:
+                    raise ServerUnreachable(str(error)) from None
+                except HttpError:
+                    continue
+            if path is None:
+                entries = answer.get("data")
+                found = [e.get("max_model_len") for e in entries if isinstance(e, dict)
+                         and e.get("id") in (self.model, self.fingerprint)] if isinstance(entries, list) else []
+                value = found[0] if found else None
+            else:
+                value = _get(answer, path)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return True
 
     # -- request bodies -------------------------------------------------------------------------------------
 
@@ -477,7 +598,7 @@ class OpenAIBackend(BackendBase):
         except UnreachableHttpError as error:
             raise ServerUnreachable(str(error)) from None
         except HttpError as error:
-            raise BackendError(str(error)) from None
+            raise context_error(str(error)) or BackendError(str(error)) from None
 
     def _add_usage(self, answer: Mapping[str, Any]) -> None:
         self.usage.requests += 1

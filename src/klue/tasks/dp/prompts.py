@@ -19,7 +19,7 @@ from klue.tasks.prompting import GENERATE, Parsed, TaskPrompts
 
 from .records import UNSPECIFIED, DpPrediction, DpRecord
 
-VERSION = "dp-ko-1"
+VERSION = "dp-ko-2"  # -2: answers end at the next example's marker; chat form without the cue
 CUE = "답:"
 _KLUE_LABELS = frozenset(DEPRELS)
 # The stand-in labels of a word without a valid line: the first unless the gold is that one. Both are

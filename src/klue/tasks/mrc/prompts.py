@@ -9,13 +9,15 @@ text also keeps a garbage answer wrong on an unanswerable question, where `""` w
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from klue.io.locate import DataRoots
 from klue.tasks.kinds import refuse_unlabelled
-from klue.tasks.prompting import GENERATE, Parsed, TaskPrompts
+from klue.tasks.prompting import GENERATE, Parsed, TaskPrompts, Truncation
 
 from .records import MrcPrediction, MrcRecord
 
-VERSION = "mrc-ko-1"
+VERSION = "mrc-ko-2"  # -2: answers end at the next example's marker; chat form without the cue
 CUE = "답:"
 NO_ANSWER = ""  # the prediction format's answer for an unanswerable question
 # The longest answer a model may write: KLUE-MRC and KorQuAD answers are phrases (KorQuAD dev: 43
@@ -57,6 +59,19 @@ def parse(record: MrcRecord, text: str) -> Parsed:
     return Parsed(prediction, True)
 
 
+def unfit_prediction(record: MrcRecord) -> MrcPrediction:
+    """A prompt that cannot fit is scored wrong: no answer for an answerable question, a text that is no
+    answer ("답 없음", "no answer" written out) for an unanswerable one."""
+    return MrcPrediction(record.guid, NO_ANSWER if record.answers else "답 없음")
+
+
+# A passage too long for the model's context keeps its beginning (the question is asked of the whole passage,
+# and no gold-free rule says where its answer is), cut at a character.
+TRUNCATION = Truncation(what="the passage, cut from its end", unit="characters",
+                        size=lambda record: len(record.context),
+                        keep=lambda record, n: replace(record, context=record.context[:n]))
+
+
 def max_new_tokens(record: MrcRecord) -> int:
     # An answer is a span of the context: 3 tokens a character of it (byte-level Hangul) always suffice.
     return min(_MAX_TOKENS, 8 + 3 * len(record.context))
@@ -67,7 +82,7 @@ def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
     return TaskPrompts(
         version=VERSION, instruction=INSTRUCTION, cue=CUE, render=render, gold_answer=gold_answer, parse=parse,
         modes=(GENERATE,), default_mode=GENERATE, max_new_tokens=max_new_tokens, stop=("\n\n",),
-        span_of=lambda record: record.context,
+        span_of=lambda record: record.context, unfit_prediction=unfit_prediction, truncation=TRUNCATION,
         notes="the first line of the answer is scored as written; ok is False when it is not a span of the "
               "context; an empty answer means unanswerable",
     )

@@ -23,7 +23,7 @@ from klue.tasks.prompting import GENERATE, Parsed, TaskPrompts
 
 from .records import SPACE, NerPrediction, NerRecord
 
-VERSION = "ner-ko-1"
+VERSION = "ner-ko-2"  # -2: answers end at the next example's marker; chat form without the cue
 CUE = "답:"
 OUTSIDE = "O"
 Mention = tuple[str, str]  # (text as the sentence writes it, entity type)

@@ -21,7 +21,7 @@ def render(record: NliRecord) -> str:
 
 
 PROMPTS = LabelPrompts(
-    version="nli-ko-1", render=render, labels=LABELS, words=WORDS, unparsed="no NLI label",
+    version="nli-ko-2", render=render, labels=LABELS, words=WORDS, unparsed="no NLI label",
     instruction=("전제와 가설을 읽고 두 문장의 관계를 판단하세요. "
                  "전제가 참일 때 가설도 반드시 참이면 함의, 가설이 반드시 거짓이면 모순, "
                  "전제만으로는 가설이 참인지 거짓인지 알 수 없으면 중립입니다."),

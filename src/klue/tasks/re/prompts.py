@@ -94,7 +94,7 @@ def from_choices(record: ReRecord, probs: Sequence[float]) -> RePrediction:
 
 # A generated answer names one relation: one-hot probabilities at it (see the module docstring).
 PROMPTS = LabelPrompts(
-    version="re-ko-1", render=render, labels=RELATIONS, words=WORDS, answers_on_lines=True,
+    version="re-ko-2", render=render, labels=RELATIONS, words=WORDS, answers_on_lines=True,
     instruction=("문장을 읽고 주체와 대상 두 개체 사이의 관계를 고르세요. "
                  "관계는 주체에게 대상이 무엇인지를 나타냅니다 (예: 인물:출생일은 대상이 주체의 출생일이라는 뜻입니다). "
                  "문장에서 두 개체 사이에 아래의 관계가 드러나지 않으면 관계 없음으로 답하세요."),

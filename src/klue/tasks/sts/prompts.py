@@ -27,7 +27,7 @@ from klue.tasks.prompting import GENERATE, LOGLIK, Parsed, TaskPrompts
 
 from .records import MAX_SCORE, MIN_SCORE, StsPrediction, StsRecord
 
-VERSION = "sts-ko-1"
+VERSION = "sts-ko-2"  # -2: answers end at the next example's marker; chat form without the cue
 CUE = "답:"
 SCORES: tuple[int, ...] = tuple(range(int(MIN_SCORE), int(MAX_SCORE) + 1))  # the loglik choices 0 .. 5
 INSTRUCTION = (
@@ -111,6 +111,6 @@ def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
     return TaskPrompts(
         version=VERSION, instruction=INSTRUCTION, cue=CUE, render=render, gold_answer=gold_answer, parse=parse,
         modes=(LOGLIK, GENERATE), default_mode=LOGLIK, choices=choices, from_choices=from_choices,
-        gold_choice=gold_choice, max_new_tokens=lambda record: 8, regex=lambda record: ANSWER_REGEX,
+        gold_choice=gold_choice, unfit_prediction=wrong_prediction, max_new_tokens=lambda record: 8, regex=lambda record: ANSWER_REGEX,
         notes="loglik: the expected value of the scores 0-5; generate: the first number, clipped to 0-5",
     )

@@ -14,16 +14,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from klue.io.locate import DataRoots
 from klue.tasks.kinds import refuse_unlabelled
-from klue.tasks.prompting import GENERATE, Parsed, TaskPrompts
+from klue.tasks.prompting import GENERATE, Parsed, TaskPrompts, Truncation
 
 from . import ontology as ontology_under
 from .records import SPECIAL_VALUES, WosPrediction, WosTurn, split_state_item
 
-VERSION = "wos-ko-1"
+VERSION = "wos-ko-2"  # -2: answers end at the next example's marker; chat form without the cue
 CUE = "답:"
 NONE_VALUE = "none"  # the ontology's "not mentioned", never part of a state
 DONTCARE = "dontcare"
@@ -160,6 +161,28 @@ def make_parse(slots: frozenset[str]) -> Callable[[WosTurn, str], Parsed]:
     return parse
 
 
+def make_unfit_prediction(slots: Sequence[str]) -> Callable[[WosTurn], WosPrediction]:
+    """A prompt that cannot fit is scored wrong: the empty state, or (where the gold state is empty) one
+    slot set to dontcare."""
+    def unfit(record: WosTurn) -> WosPrediction:
+        return WosPrediction(record.guid, () if record.state else (f"{slots[0]}-{DONTCARE}",))
+
+    return unfit
+
+
+def keep_last_utterances(record: WosTurn, n: int) -> WosTurn:
+    """The turn with only the last `n` utterances of its history (the oldest dropped first)."""
+    drop = len(record.history) - n
+    dialogue = replace(record.dialogue, dialogue=record.dialogue.dialogue[drop:])
+    return replace(record, utterance_index=record.utterance_index - drop, dialogue=dialogue)
+
+
+TRUNCATION = Truncation(what="the dialogue history, oldest utterances dropped first", unit="utterances",
+                        size=lambda record: len(record.history), keep=keep_last_utterances)
+# A model that goes on with the dialogue after its answer starts the next turn's line.
+MARKERS = tuple(f"\n{name}:" for name in _ROLE_NAMES.values())
+
+
 def max_new_tokens(record: WosTurn) -> int:
     # Sized from the turn's position (the state grows with the dialogue), never from its gold state.
     return min(_MAX_TOKENS, _TOKENS_PER_TURN * (record.turn_index + 1))
@@ -184,6 +207,7 @@ def make_prompts(roots: DataRoots | None = None) -> TaskPrompts:
         version=VERSION, instruction=instruction(ontology), cue=CUE, render=render, gold_answer=gold_answer,
         parse=make_parse(frozenset(ontology)), modes=(GENERATE,), default_mode=GENERATE,
         max_new_tokens=max_new_tokens, stop=("\n\n",), json_schema=make_json_schema(list(ontology)),
+        unfit_prediction=make_unfit_prediction(list(ontology)), truncation=TRUNCATION, markers=MARKERS,
         notes="the whole cumulative state as one JSON object; keys outside the ontology are dropped; needs "
               "the ontology from the data roots",
     )

@@ -19,7 +19,7 @@ def render(record: YnatRecord) -> str:
 
 
 PROMPTS = LabelPrompts(
-    version="ynat-ko-1", instruction="다음 뉴스 기사 제목을 읽고 기사의 주제를 분류하세요.", render=render,
+    version="ynat-ko-2", instruction="다음 뉴스 기사 제목을 읽고 기사의 주제를 분류하세요.", render=render,
     labels=LABELS, words=WORDS, prediction=lambda guid, index: YnatPrediction(guid, LABELS[index]),
     noun=CATEGORY[0], unparsed="no category",
 )

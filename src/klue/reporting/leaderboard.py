@@ -223,9 +223,9 @@ def _llm_notes(agg: Aggregate) -> list[str]:
                 excluded[info.label].append(metric_label(m))
     if excluded:
         said = "; ".join(f"{task} {', '.join(labels)}" for task, labels in excluded.items())
-        notes.append(f"{NOT_APPLICABLE}: a main metric the row's runs declared they cannot measure ({said}: a "
-                     "generated answer carries no probabilities to rank by); the task score is the mean of the "
-                     "task's other main metrics, and counts in the KLUE score.")
+        notes.append(f"{NOT_APPLICABLE}: not applicable, a main metric the row's runs declared they cannot measure "
+                     f"({said}: a generated answer carries no probabilities to rank by); the task score is the mean "
+                     "of the task's other main metrics, and counts in the KLUE score.")
     return notes
 
 

@@ -127,6 +127,8 @@ def agreement_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
 
 
 def context_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
+    if all(s.context_length is None and not s.token_counter for _, s in runs):
+        return NOT_RECORDED
     lengths = _joined(f"{s.context_length:,} tokens" if s.context_length is not None else f"length {NOT_RECORDED}"
                       for _, s in runs)
     counters = _joined(s.token_counter or NOT_RECORDED for _, s in runs)

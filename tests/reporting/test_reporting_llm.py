@@ -31,9 +31,13 @@ FALLBACK = "the backend returns no prompt log-probabilities: generate-and-parse 
 ONE_HOT = "AUPRC needs loglik: generated answers give one-hot probabilities"
 
 
+PROBE = "no prompt log-probs with echo: generation modes only"
+
+
 def summary(mode: str, **fields: object) -> LlmSummary:
     return LlmSummary(backend="openai", model_fingerprint="smol", mode=mode, form="completion", shots=1,
-                      prompt_version="v1", **fields)  # type: ignore[arg-type]
+                      prompt_version="v1", capabilities={"loglik": False, "notes": [PROBE]},
+                      **fields)  # type: ignore[arg-type]
 
 
 def llm_results(task_name: str, llm: LlmSummary, rng: random.Random, n_eval: int = 200) -> Results:
@@ -100,6 +104,7 @@ def test_markdown_shows_how_each_prompted_lm_was_run(llm_bench: Path) -> None:
     assert "4,096 tokens; counted by: server /tokenize" in re_line
     assert "shots dropped in 3, context truncated in 2, 1 unfit (scored wrong) (of 200)" in re_line
     assert "24 new tokens: longest gold answer + 8" in re_line and "one-hot probabilities" in re_line
+    assert f"backend: {PROBE}" in re_line  # why the backend gave no log-likelihoods, from its probe
     assert "log-likelihood" in nli_line and GENERATED_MARK not in nli_line
     assert "97.0% (chance 33.3%)" in nli_line and "nothing (of 200)" in nli_line
     assert "— (log-likelihood)" in nli_line  # no parse failures, no token budget in log-likelihood mode

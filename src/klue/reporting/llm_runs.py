@@ -160,7 +160,11 @@ def budget_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
 
 
 def notes_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
-    return "; ".join(_distinct(note for _, s in runs for note in s.notes)) or "—"
+    """The runs' notes, then what the backend's probe found (why it gave no log-likelihoods, which model a
+    server serves under the name asked, which constraints it takes): the reasons behind the other columns."""
+    notes = _distinct(note for _, s in runs for note in s.notes)
+    probe = _distinct(str(note) for _, s in runs for note in s.capabilities.get("notes") or ())
+    return "; ".join([*notes, *(f"backend: {note}" for note in probe)]) or "—"
 
 
 _COLUMNS: tuple[Callable[[Sequence[tuple[Results, LlmSummary]]], str], ...] = (

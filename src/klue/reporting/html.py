@@ -21,7 +21,6 @@ from klue.reporting import svg
 from klue.reporting.aggregate import Aggregate, Row, Stat, TaskInfo
 from klue.reporting.intervals import REPORT_RESAMPLES, interval_text
 from klue.reporting.leaderboard import (
-    LLM_RUNS_TITLE,
     NOT_APPLICABLE,
     NOT_OFFICIAL_MARK,
     Cell,
@@ -30,7 +29,7 @@ from klue.reporting.leaderboard import (
     metric_short,
     task_label,
 )
-from klue.reporting.llm_runs import GENERATED_MARK, generated
+from klue.reporting.llm_runs import GENERATED_MARK, LLM_RUNS_TITLE, generated
 from klue.results import Results
 
 REPORT_FILE = "report.html"  # the report's name in a benchmark directory

@@ -8,7 +8,7 @@ from typing import Literal
 
 from klue.reporting.aggregate import Aggregate, Entry, Row, TaskInfo
 from klue.reporting.intervals import REPORT_RESAMPLES, Intervals, compute_intervals, interval_text
-from klue.reporting.llm_runs import GENERATED_MARK, LlmRunsTable, build_llm_runs, generated
+from klue.reporting.llm_runs import GENERATED_MARK, LLM_RUNS_TITLE, LlmRunsTable, build_llm_runs, generated
 
 CellKind = Literal["value", "partial", "failed", "missing", "reference", "text"]
 
@@ -213,7 +213,7 @@ def _llm_notes(agg: Aggregate) -> list[str]:
     notes = []
     if any(generated(row) for row in used):
         notes.append(f"{GENERATED_MARK} a prompted LM's score from generated answers, parsed (an answer that does "
-                     "not parse is scored wrong), not from log-likelihoods: see \"How the prompted LMs were run\" "
+                     f"not parse is scored wrong), not from log-likelihoods: see \"{LLM_RUNS_TITLE}\" "
                      "for its mode, shots, parse failures and what was cut.")
     excluded: dict[str, list[str]] = {}
     for row in used:
@@ -264,9 +264,6 @@ def to_markdown(board: Leaderboard) -> str:
     if board.llm_runs is not None:
         out += ["", *llm_runs_markdown(board.llm_runs)]
     return "\n".join(out) + "\n"
-
-
-LLM_RUNS_TITLE = "How the prompted LMs were run"
 
 
 def llm_runs_markdown(table: LlmRunsTable) -> list[str]:

@@ -22,6 +22,7 @@ from klue.reporting.aggregate import Aggregate, Row
 from klue.results import LlmSummary, Results
 from klue.tasks.prompting import CHAT, COMPLETION, GENERATE, LOGLIK
 
+LLM_RUNS_TITLE = "How the prompted LMs were run"
 GENERATED_MARK = "§"  # a score from generated (parsed) answers, not from log-likelihoods
 NOT_RECORDED = "not recorded"
 MODE_WORDS = {LOGLIK: "log-likelihood", GENERATE: "generation"}

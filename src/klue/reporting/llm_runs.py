@@ -199,6 +199,6 @@ def build_llm_runs(agg: Aggregate) -> LlmRunsTable | None:
         ("Context: the model's context length and how prompt tokens were counted. Cut to fit: examples whose "
          "prompt lost shots, or whose own context was truncated, to fit; an example that cannot fit is scored "
          "wrong. Token budget: the most new tokens a generated answer may take, and how it was set."),
-        f"{NOT_RECORDED}: the run's results.json does not hold the figure (written before klue recorded it).",
+        f"{NOT_RECORDED}: the run's results.json does not hold the figure (the klue that wrote it did not record it).",
     ]
     return LlmRunsTable(HEADERS, lines, notes)

@@ -207,6 +207,12 @@ class Results:
     created_at: str = ""
     schema_version: str = SCHEMA_VERSION
 
+    @property
+    def not_applicable_metrics(self) -> tuple[str, ...]:
+        """Metrics the run declared it cannot measure (a generate-mode LLM run's AUPRC: generated answers
+        carry no probabilities): left out of `scores`, and out of the task score (klue.reporting)."""
+        return tuple(self.llm.not_applicable) if self.llm is not None else ()
+
     def validate(self, where: str = "results") -> None:
         problems: list[str] = []
         if self.schema_version != SCHEMA_VERSION:

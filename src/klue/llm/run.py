@@ -227,7 +227,7 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
     producer = ProducerReport(
         model=spec_text, model_family=LLM, seed=seed, started=started, recipe=f"prompts {prompts.version}",
         hyperparameters={"mode": mode, "form": settings.form, "shots": settings.shots, "seed": seed,
-                         "limit": settings.limit, "constrained": settings.constrained},
+                         "limit": settings.limit, "constrained": summary.n_constrained > 0},  # applied, not asked
         eval_examples_per_s=len(evaluated) / eval_time if eval_time > 0 else None, partial=partial, llm=summary)
     return judge(task, eval_part, out_dir, metric_mode, producer)  # type: ignore[arg-type]
 

@@ -6,7 +6,9 @@ Definitions (docs/results-schema.md repeats them for readers of the report):
 - Per metric, a row reports the **mean over seeds** and the **sample standard deviation** (ddof=1);
   with one seed there is no standard deviation.
 - A **task score** is, for each seed, the mean of the task's `main_metrics` (docs/tasks.md: e.g. NER =
-  mean of entity_macro_f1 and character_macro_f1), then the mean (and std) of those over seeds.
+  mean of entity_macro_f1 and character_macro_f1), then the mean (and std) of those over seeds. A main
+  metric the row's runs declare **not applicable** (`Results.not_applicable_metrics`: an AUPRC from
+  generated answers, which carry no probabilities) is left out: the task score is the mean of the others.
 - The **KLUE score** of a model is the unweighted mean of its task scores over every registered task.
   A model without an ok row for some task gets no KLUE score; the report shows a **partial** score
   (mean over the tasks it has, marked "partial k/8") and never ranks it with complete ones.
@@ -191,13 +193,27 @@ class Row:
                     counts[index[gold]][index[pred]] += count
         return SummedConfusion(ConfusionMatrix(tuple(labels), tuple(map(tuple, counts))), len(matrices))
 
+    @property
+    def not_applicable_metrics(self) -> tuple[str, ...]:
+        """The metrics some run of the row declared it cannot measure (`Results.not_applicable_metrics`)."""
+        return tuple(dict.fromkeys(m for _, r in self.runs for m in r.not_applicable_metrics))
+
+    def counted_metrics(self, main_metrics: Sequence[str]) -> tuple[str, ...]:
+        """The main metrics the row's task score counts: all but those declared not applicable."""
+        excluded = set(self.not_applicable_metrics)
+        return tuple(m for m in main_metrics if m not in excluded)
+
     def task_score(self, main_metrics: Sequence[str]) -> Stat | None:
-        """Per seed the mean of the main metrics, then over seeds; None if a main metric is missing."""
+        """Per seed the mean of the counted main metrics (`counted_metrics`), then over seeds; None if one of
+        them is missing, or none is counted."""
+        counted = self.counted_metrics(main_metrics)
+        if not counted:
+            return None
         per_seed = []
         for _, r in self.runs:
-            if not all(m in r.scores for m in main_metrics):
+            if not all(m in r.scores for m in counted):
                 return None
-            per_seed.append(statistics.fmean(r.scores[m] for m in main_metrics))
+            per_seed.append(statistics.fmean(r.scores[m] for m in counted))
         return Stat.of(per_seed) if per_seed else None
 
 

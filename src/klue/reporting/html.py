@@ -21,6 +21,7 @@ from klue.reporting import svg
 from klue.reporting.aggregate import Aggregate, Row, Stat, TaskInfo
 from klue.reporting.intervals import REPORT_RESAMPLES, interval_text
 from klue.reporting.leaderboard import (
+    NOT_APPLICABLE,
     NOT_OFFICIAL_MARK,
     Cell,
     build_leaderboard,
@@ -28,6 +29,7 @@ from klue.reporting.leaderboard import (
     metric_short,
     task_label,
 )
+from klue.reporting.llm_runs import GENERATED_MARK, LLM_RUNS_TITLE, generated
 from klue.results import Results
 
 REPORT_FILE = "report.html"  # the report's name in a benchmark directory
@@ -87,10 +89,11 @@ class _Page:
     # -- the page -----------------------------------------------------------------------------------
     def render(self) -> str:
         tasks_with_rows = [t for t in self.agg.tasks.values() if self.agg.rows_for(t.name)]
-        sections = [self.header(), self.summary(), self.leaderboard(), self.overview()]
+        sections = [self.header(), self.summary(), self.leaderboard(), self.llm_runs(), self.overview()]
         sections += [self.task_section(t) for t in tasks_with_rows]
         sections += [self.failures(), self.provenance(), self.definitions()]
-        nav = "".join(f'<a href="#task-{t.name}">{_e(task_label(t))}</a>' for t in tasks_with_rows)
+        nav = ('<a href="#llm-runs">LLM runs</a>' if self.board.llm_runs is not None else "") + "".join(
+            f'<a href="#task-{t.name}">{_e(task_label(t))}</a>' for t in tasks_with_rows)
         return (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -183,12 +186,31 @@ class _Page:
             text = f'{cell.value:.2f}<small class="partial-note">{_e(cell.text.split("(", 1)[-1].rstrip(")"))}</small>'
         elif cell.parts:
             mark = "" if cell.official or ref else f'<sup class="mark">{NOT_OFFICIAL_MARK}</sup>'
+            mark += f'<sup class="mark gen">{GENERATED_MARK}</sup>' if cell.generated else ""
             text = "".join(f'<div class="part">{_part_html(p)}</div>' for p in cell.parts)
             text = text[: -len("</div>")] + mark + "</div>"
         else:
             text = _e(cell.text)
         interval = f'<small class="ci">{_e(cell.interval)}</small>' if cell.interval else ""
         return f'<td class="{cls}" title="{_e(cell.title)}"{sort}>{text}{interval}{bar}</td>'
+
+    def llm_runs(self) -> str:
+        """How the prompted LMs were run: one line per LLM row (klue.reporting.llm_runs)."""
+        table = self.board.llm_runs
+        if table is None:
+            return ""
+        head = "".join(f"<th>{_e(h)}</th>" for h in table.headers)
+        body = "".join(
+            f'<tr><td>{_e(line.cells[0])}</td><td class="model"><a href="#{row_anchor(line.row)}">'
+            f'{_e(line.cells[1])}</a></td>' + "".join(f"<td>{_e(c)}</td>" for c in line.cells[2:]) + "</tr>"
+            for line in table.lines)
+        notes = "".join(f"<li>{_e(n)}</li>" for n in table.notes)
+        return (f'<section id="llm-runs"><h2>{_e(LLM_RUNS_TITLE)}</h2><p class="explain">A prompted LM\'s score '
+                f'depends on how it was asked: per row its scoring mode, prompt form, shots, parse failures, how '
+                f'often it repeated the last shot\'s label, and what was cut to fit its context (seeds pooled).'
+                f'</p><div class="scroll"><table class="rows llm">'
+                f'<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div><ul class="notes">{notes}</ul>'
+                f'</section>')
 
     def overview(self) -> str:
         groups = []
@@ -254,12 +276,17 @@ class _Page:
             seeds = ", ".join(map(str, row.seeds))
             failed = f' <span class="failed">({len(row.failures)} failed)</span>' if row.failures else ""
             found = self.intervals.of(row) if self.intervals is not None else None
-            cells = "".join(f'<td class="n">{_stat_html(row.metric(m), found.estimates.get(m) if found else None)}'
-                            f'</td>' for m in metrics)
+            cells = "".join(
+                f'<td class="n dim" title="not applicable to these runs (results.json: llm.not_applicable)">'
+                f'{NOT_APPLICABLE}</td>' if m in row.not_applicable_metrics else
+                f'<td class="n">{_stat_html(row.metric(m), found.estimates.get(m) if found else None)}</td>'
+                for m in metrics)
+            mark = (f' <span class="badge mode" title="scored from generated answers: see {_e(LLM_RUNS_TITLE)}">'
+                    f'{GENERATED_MARK} generated</span>' if generated(row) else "")
             if tested:
                 cells += self.row_test_cells(info, row)
             body.append(f'<tr><td class="model"><a href="#{row_anchor(row)}">{_e(row.model)}</a>'
-                        f'{_mode_badge(row.metric_mode)}</td><td>{_protocol_badge(row.protocol, row.protocol_official, row.protocol_description)}</td>'
+                        f'{_mode_badge(row.metric_mode)}{mark}</td><td>{_protocol_badge(row.protocol, row.protocol_official, row.protocol_description)}</td>'
                         f'<td class="n">{_e(seeds)}{failed}</td><td class="n">{_e("/".join(map(str, n_train)))} / '
                         f'{_e("/".join(map(str, n_eval)))}</td>{cells}</tr>')
         if ref_scores and self.reference:
@@ -413,6 +440,10 @@ class _Page:
             ("recipe", [_e(r.recipe or "—") for r in runs]),
             ("hyper-parameters", [_kv(r.hyperparameters) for r in runs]),
             ("training", [_kv(asdict(r.training) if r.training else {}) for r in runs]),
+            *([("prompted LM (LlmSummary)", [_kv(asdict(r.llm) if r.llm else {}) for r in runs])]
+              if any(r.llm for r in runs) else []),
+            *([("embedding (EmbeddingSummary)", [_kv(asdict(r.embedding) if r.embedding else {}) for r in runs])]
+              if any(r.embedding for r in runs) else []),
             ("data", [self.sources(info, r) for r in runs]),
             ("examples train / eval", [f"{r.n_train} / {r.n_eval}" for r in runs]),
             ("time", [_time(r) for r in runs]),
@@ -452,7 +483,17 @@ class _Page:
                 f'</p><p><b>KLUE score.</b> The unweighted mean of the task scores over all {len(self.agg.tasks)} '
                 f'tasks. A model missing a task has only a <i>partial</i> score (mean over the tasks it has), '
                 f'shown in italics and never ranked. {NOT_OFFICIAL_MARK} marks numbers from a protocol other than '
-                f'<code>official</code>.</p>{ref}</section>')
+                f'<code>official</code>.</p>{self.llm_definition()}{ref}</section>')
+
+    def llm_definition(self) -> str:
+        if self.board.llm_runs is None:
+            return ""
+        return (f'<p><b>Prompted LMs.</b> Scored by the log-likelihood of each answer choice, or by generating an '
+                f'answer and parsing it ({GENERATED_MARK}: an answer that does not parse is scored wrong). A main '
+                f'metric a run declares it cannot measure ({NOT_APPLICABLE}: an AUPRC from generated answers, '
+                f'which carry no probabilities) is left out of its task score, which is then the mean of the '
+                f'other main metrics and counts in the KLUE score. <a href="#llm-runs">{_e(LLM_RUNS_TITLE)}</a> '
+                f'says, per row, how each was run.</p>')
 
 
 def _part_html(text: str) -> str:
@@ -542,7 +583,8 @@ thead th small{display:block;font-weight:400;font-size:11px}
 th.n,td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.sortable th{cursor:pointer}table.sortable th:hover{color:var(--ink)}
 td.model{font-weight:600;min-width:170px}.part{line-height:1.35}
-sup.mark{color:var(--warn);font-weight:700;margin-left:1px}td.model small{display:block;font-weight:400;color:var(--soft);font-size:11.5px}
+sup.mark{color:var(--warn);font-weight:700;margin-left:1px}sup.mark.gen{color:#7b3d8f}
+table.llm td{font-size:12.5px;min-width:70px}td.model small{display:block;font-weight:400;color:var(--soft);font-size:11.5px}
 td.model a{color:inherit;text-decoration:none;border-bottom:1px dotted #9aa3b2}
 td.rank{color:var(--soft);width:28px}td.strong{font-weight:700;font-size:14.5px}
 tr.reference td{color:#555;font-style:italic;background:#fafafa}

@@ -21,7 +21,7 @@ import numpy as np
 
 from klue.io.threads import single_threaded_numerics
 from klue.metrics.resampling import LEVEL, Estimate, Side, Units, bootstrap, interval
-from klue.reporting.aggregate import Aggregate, Entry, Row
+from klue.reporting.aggregate import Aggregate, Entry, Row, TaskInfo
 from klue.results import STATISTICS_FILE, RunStatistics, read_statistics
 
 REPORT_RESAMPLES = 500  # enough for a 95% percentile interval to two digits; `klue compare` for tests
@@ -83,10 +83,11 @@ def _load(row: Row) -> list[RunStatistics] | None:
     return out
 
 
-def _task_score(values: dict[str, np.ndarray], main_metrics: tuple[str, ...]) -> np.ndarray | None:
-    if not all(m in values for m in main_metrics):
+def _task_score(values: dict[str, np.ndarray], counted: tuple[str, ...]) -> np.ndarray | None:
+    """The resampled task score: the mean of the row's counted main metrics (`Row.counted_metrics`)."""
+    if not counted or not all(m in values for m in counted):
         return None
-    return np.mean([values[m] for m in main_metrics], axis=0)
+    return np.mean([values[m] for m in counted], axis=0)
 
 
 def _test(a: np.ndarray, b: np.ndarray, observed: float) -> Test:
@@ -121,7 +122,7 @@ def compute_intervals(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
                 resampled = bootstrap(sides, n_resamples, seed)
             for (row, _), side, values in zip(members, sides, resampled):
                 totals = side.totals()
-                task_values = _task_score(values, info.main_metrics)
+                task_values = _task_score(values, row.counted_metrics(info.main_metrics))
                 task_stat = row.task_score(info.main_metrics)
                 out.rows[id(row)] = RowInterval(
                     key, values, task_values,
@@ -134,34 +135,38 @@ def compute_intervals(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
 
 
 def _row_tests(agg: Aggregate, task: str, out: Intervals) -> None:
-    """Each row against the next one of its task table (task score order) on the same evaluation set."""
+    """Each row against the next one of its task table (task score order) on the same evaluation set, when
+    both task scores count the same metrics (a row with a main metric not applicable scores another mean)."""
     info = agg.tasks[task]
     rows = [r for r in agg.rows_for(task) if out.of(r) is not None and out.rows[id(r)].task_score is not None]
     rows.sort(key=lambda r: -(r.task_score(info.main_metrics).mean))  # type: ignore[union-attr]
     for first, second in itertools.pairwise(rows):
         a, b = out.rows[id(first)], out.rows[id(second)]
-        if a.eval_set != b.eval_set:
+        if a.eval_set != b.eval_set or (first.counted_metrics(info.main_metrics)
+                                        != second.counted_metrics(info.main_metrics)):
             continue
         observed = first.task_score(info.main_metrics).mean - second.task_score(info.main_metrics).mean  # type: ignore[union-attr]
         out.row_tests[id(first)] = _test(a.task_score, b.task_score, observed)  # type: ignore[arg-type]
 
 
-def _entry_resamples(entry: Entry, out: Intervals) -> tuple[np.ndarray, dict[str, int]] | None:
-    """The entry's KLUE (or partial) score under each resample, and the evaluation set of each task."""
+def _entry_resamples(entry: Entry, out: Intervals,
+                     tasks: dict[str, TaskInfo]) -> tuple[np.ndarray, dict[str, tuple[int, tuple[str, ...]]]] | None:
+    """The entry's KLUE (or partial) score under each resample, and per task the evaluation set and the
+    metrics its task score counts (two entries are tested only where both agree)."""
     per_task, sets = [], {}
     for task in entry.task_scores:
         row_interval = out.of(entry.rows[task])
         if row_interval is None or row_interval.task_score is None:
             return None
         per_task.append(row_interval.task_score)
-        sets[task] = row_interval.eval_set
+        sets[task] = (row_interval.eval_set, entry.rows[task].counted_metrics(tasks[task].main_metrics))
     if not per_task:
         return None
     return np.mean(per_task, axis=0), sets
 
 
 def _entry_intervals(agg: Aggregate, out: Intervals) -> None:
-    resampled = {(e.model, e.metric_mode): _entry_resamples(e, out) for e in agg.entries}
+    resampled = {(e.model, e.metric_mode): _entry_resamples(e, out, agg.tasks) for e in agg.entries}
     for entry in agg.entries:
         found = resampled[(entry.model, entry.metric_mode)]
         score = entry.klue_score if entry.klue_score is not None else entry.partial_score

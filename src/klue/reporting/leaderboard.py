@@ -6,12 +6,14 @@ import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
-from klue.reporting.aggregate import Aggregate, Entry, TaskInfo
+from klue.reporting.aggregate import Aggregate, Entry, Row, TaskInfo
 from klue.reporting.intervals import REPORT_RESAMPLES, Intervals, compute_intervals, interval_text
+from klue.reporting.llm_runs import GENERATED_MARK, LLM_RUNS_TITLE, LlmRunsTable, build_llm_runs, generated
 
 CellKind = Literal["value", "partial", "failed", "missing", "reference", "text"]
 
 NOT_OFFICIAL_MARK = "†"
+NOT_APPLICABLE = "n/a"  # a main metric the row's runs declared they cannot measure (Row.not_applicable_metrics)
 
 
 # Words of metric names as people write them, for names no task declares (learning-curve keys, extras).
@@ -56,6 +58,7 @@ class Cell:
     official: bool = True
     parts: list[str] = field(default_factory=list)  # one text per main metric (HTML stacks them)
     interval: str = ""  # the 95% bootstrap interval of the value, "[low, high]", where known
+    generated: bool = False  # a prompted LM's score from generated answers (GENERATED_MARK)
 
 
 @dataclass
@@ -79,6 +82,7 @@ class Leaderboard:
     lines: list[Line]
     notes: list[str] = field(default_factory=list)
     intervals: Intervals | None = None
+    llm_runs: LlmRunsTable | None = None  # how the prompted LMs were run, where the report has any
 
 
 def _task_cell(entry: Entry, info: TaskInfo, intervals: Intervals | None = None) -> Cell:
@@ -91,13 +95,21 @@ def _task_cell(entry: Entry, info: TaskInfo, intervals: Intervals | None = None)
         if error:
             return Cell("failed", "failed", title=error)
         return Cell("—", "missing", title="not run")
+    excluded = row.not_applicable_metrics
     stats = [row.metric(m) for m in info.main_metrics]
-    parts = [s.format() if s else "?" for s in stats]
+    parts = [NOT_APPLICABLE if m in excluded else s.format() if s else "?" for m, s in zip(info.main_metrics, stats)]
     text = " / ".join(parts)
     score = entry.task_scores.get(info.name)
     seeds = ", ".join(map(str, row.seeds))
     title = (f"{info.title}: {' / '.join(metric_label(m) for m in info.main_metrics)}, mean ± sample std "
              f"over seeds {seeds}; protocol {row.protocol}: {row.protocol_description}")
+    if any(m in excluded for m in info.main_metrics):
+        title += (f"; {', '.join(metric_label(m) for m in info.main_metrics if m in excluded)} not applicable to "
+                  f"these runs: the task score is {' / '.join(metric_label(m) for m in row.counted_metrics(info.main_metrics))}")
+    is_generated = generated(row)
+    if is_generated:
+        title += f"; {GENERATED_MARK} scored from generated answers (see how the prompted LMs were run)"
+        text += GENERATED_MARK
     if info.name in entry.other_protocols:
         title += f" (also run under {', '.join(entry.other_protocols[info.name])}: see the task section)"
     if row.failures:
@@ -108,7 +120,8 @@ def _task_cell(entry: Entry, info: TaskInfo, intervals: Intervals | None = None)
     shown = interval_text(found.task_estimate) if found is not None else ""
     if shown:
         title += f"; task score {score.mean:.2f}, 95% bootstrap interval {shown}" if score else ""
-    return Cell(text, "value", score.mean if score else None, title, row.protocol_official, parts, shown)
+    return Cell(text, "value", score.mean if score else None, title, row.protocol_official, parts, shown,
+                is_generated)
 
 
 def _score_cell(entry: Entry, intervals: Intervals | None = None) -> Cell:
@@ -180,6 +193,7 @@ def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
         notes.append("not applicable: the model's family does not apply to the task (a sentence embedding is one "
                      "vector per text: no per-token, span or dialogue-state output); such a model's score is the "
                      "mean over the tasks it applies to, not a KLUE score, and it is not ranked.")
+    notes += _llm_notes(agg)
     if intervals is not None and (intervals.klue_scores or intervals.rows):
         notes.append(
             f"[low, high]: 95% bootstrap interval of the KLUE score, or after a task's metrics of its task score "
@@ -190,7 +204,29 @@ def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
     if intervals is not None and intervals.without_statistics:
         notes.append(f"{len(intervals.without_statistics)} run(s) have no per-example statistics (scored before "
                      "klue kept them): their rows show no interval.")
-    return Leaderboard(tasks, headers, lines, notes, intervals)
+    return Leaderboard(tasks, headers, lines, notes, intervals, build_llm_runs(agg))
+
+
+def _llm_notes(agg: Aggregate) -> list[str]:
+    """The leaderboard's notes on generated scores and on main metrics declared not applicable."""
+    used: list[Row] = [row for entry in agg.entries for row in entry.rows.values()]
+    notes = []
+    if any(generated(row) for row in used):
+        notes.append(f"{GENERATED_MARK} a prompted LM's score from generated answers, parsed (an answer that does "
+                     f"not parse is scored wrong), not from log-likelihoods: see \"{LLM_RUNS_TITLE}\" "
+                     "for its mode, shots, parse failures and what was cut.")
+    excluded: dict[str, list[str]] = {}
+    for row in used:
+        info = agg.tasks[row.task]
+        for m in info.main_metrics:
+            if m in row.not_applicable_metrics and metric_label(m) not in excluded.setdefault(info.label, []):
+                excluded[info.label].append(metric_label(m))
+    if excluded:
+        said = "; ".join(f"{task} {', '.join(labels)}" for task, labels in excluded.items())
+        notes.append(f"{NOT_APPLICABLE}: not applicable, a main metric the row's runs declared they cannot measure "
+                     f"({said}: a generated answer carries no probabilities to rank by); the task score is the mean "
+                     "of the task's other main metrics, and counts in the KLUE score.")
+    return notes
 
 
 _MD_PUNCTUATION = "\\`*_[]|~"  # emphasis, code, links, tables, strikethrough
@@ -225,7 +261,19 @@ def to_markdown(board: Leaderboard) -> str:
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out += [f"- {md_html(note)}" for note in board.notes]  # our prose, with code spans; may quote names
+    if board.llm_runs is not None:
+        out += ["", *llm_runs_markdown(board.llm_runs)]
     return "\n".join(out) + "\n"
+
+
+def llm_runs_markdown(table: LlmRunsTable) -> list[str]:
+    """The Markdown lines of the table (a section of `to_markdown`)."""
+    out = [f"## {LLM_RUNS_TITLE}", "", "| " + " | ".join(table.headers) + " |",
+           "|" + "|".join("---" for _ in table.headers) + "|"]
+    out += ["| " + " | ".join(md_text(c) for c in line.cells) + " |" for line in table.lines]
+    out.append("")
+    out += [f"- {md_html(note)}" for note in table.notes]
+    return out
 
 
 _RICH_NOTE = "Task columns: task score (mean of the main metrics); `klue report --format md` shows each metric."
@@ -236,8 +284,9 @@ def to_rich(board: Leaderboard) -> object:
     from rich.markup import escape
     from rich.table import Table
 
+    marked = [n for n in board.notes if n.startswith((GENERATED_MARK, NOT_APPLICABLE))]
     table = Table(title="KLUE leaderboard (dev)", caption_justify="left", header_style="bold",
-                  caption="\n".join([*board.notes[:2], _RICH_NOTE]))
+                  caption="\n".join([*board.notes[:2], *marked, _RICH_NOTE]))
     table.add_column("#", justify="right", style="dim")
     table.add_column("Model", style="bold", min_width=14)
     table.add_column("KLUE", justify="right", no_wrap=True)
@@ -251,6 +300,7 @@ def to_rich(board: Leaderboard) -> object:
         else:
             text = "?" if cell.value is None else f"{cell.value:.2f}"
             text += "" if cell.official or cell.kind == "reference" else NOT_OFFICIAL_MARK
+            text += GENERATED_MARK if cell.generated else ""
         return f"[{styles[cell.kind]}]{escape(text)}[/]" if cell.kind in styles else escape(text)
 
     for line in board.lines:
@@ -267,4 +317,21 @@ def print_rich(board: Leaderboard) -> None:
     """Print to stdout: fitted to a terminal, unwrapped in a log or a pipe (klue.io.console)."""
     from klue.io.console import make_console
 
-    make_console().print(to_rich(board))
+    console = make_console()
+    console.print(to_rich(board))
+    if board.llm_runs is not None:
+        console.print(llm_runs_rich(board.llm_runs))
+
+
+def llm_runs_rich(table: LlmRunsTable) -> object:
+    """The table as a `rich.table.Table` (every column: the terminal wraps the long ones)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = Table(title=LLM_RUNS_TITLE, caption_justify="left", header_style="bold",
+                caption="\n".join(table.notes))
+    for header in table.headers:
+        out.add_column(header, overflow="fold")
+    for line in table.lines:
+        out.add_row(*(escape(c) for c in line.cells))
+    return out

@@ -9,6 +9,19 @@ choice, for the first `--examples` NLI dev pairs (3 choices) and the YNAT dev sa
 KLUE_DATA_DIR / KLUE_EXTRA_DATA_DIR (`--tasks re`: RE's 30 relation descriptions on its train sample);
 synthetic Korean contexts with 3 choices when the data is absent.
 
+`--gguf FILE` takes a real model instead (e.g. SmolLM2-135M-Instruct's Q4_1 GGUF, whose path
+`../shared/tools/real_models.py` prints as "smollm2_gguf"). transformers reads the GGUF (tokenizer and
+weights, dequantised to float32), but a GGUF-loaded model refuses `save_pretrained`; so the script copies
+its state dict into a model built from its config (the GGUF quantization entry removed) and saves that,
+with the tokenizer, as a plain transformers directory (temporary, or `--gguf-dir DIR`, kept and reused).
+Both sides load that directory: identical float32 weights and tokenizer. `--lm-eval-gguf` makes lm-eval
+load the GGUF itself (`HFLM(pretrained=DIR_OF_FILE, gguf_file=NAME)`, which it accepts) while klue loads
+the directory: a check that lm-eval's own GGUF route sees the same model (its speed is not comparable:
+on transformers 5.24 the GGUF-loaded model ran several times slower per request than the same weights
+loaded from the directory). The figures add the context lengths in tokens and how many requests both
+sides cut into the same (context, continuation) token ids (`same_token_split`: lm-eval's `_encode_pair`
+against klue's separate encoding).
+
 - lm-evaluation-harness: `lm_eval.models.huggingface.HFLM(pretrained=DIR, device="cpu", dtype=float32,
   batch_size=B)` and `loglikelihood()` on `lm_eval.api.instance.Instance` requests (each choice a full
   context + continuation sequence; its one-token-continuation logits cache is on, as by default).
@@ -24,6 +37,12 @@ alternation keeps the ratio fair, not the absolute figures.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_llm_vs_lm_eval.py [--examples 200] [--repeat 3]
         [--tasks nli,ynat] [--threads 1] [--batch-size 8] [--json out.json] [--profile klue.prof]
+        [--gguf FILE.gguf [--gguf-dir DIR] [--lm-eval-gguf]]
+
+lm-eval is not a dependency of klue: install it apart (e.g. `pip install --target DIR --no-deps
+lm-eval==0.4.13`, which keeps the venv's torch and transformers; `lm_eval.models.huggingface` imports with
+nothing more) and run with `PYTHONPATH=DIR:src`. A real model is slow on one thread (SmolLM2 with NLI
+prompts of about 390 tokens: about 2 s of CPU per lm-eval request): size `--examples` to the time you have.
 """
 
 from __future__ import annotations
@@ -122,8 +141,8 @@ def lm_eval_scorer(model_dir: Path, batch_size: int, gguf: Path | None = None
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    source: dict[str, Any] = (dict(pretrained=str(gguf.parent), gguf_file=gguf.name) if gguf is not None
-                              else dict(pretrained=str(model_dir)))
+    source: dict[str, Any] = ({"pretrained": str(gguf.parent), "gguf_file": gguf.name} if gguf is not None
+                              else {"pretrained": str(model_dir)})
     lm = HFLM(**source, device="cpu", dtype=torch.float32, batch_size=batch_size)
 
     def score(pairs: Sequence[Pair]) -> list[tuple[float, bool]]:

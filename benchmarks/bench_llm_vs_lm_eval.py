@@ -260,6 +260,7 @@ def main() -> None:
         "model": model, **tokens,
         "max_abs_loglik_diff": max(diffs), "mean_abs_loglik_diff": statistics.fmean(diffs),
         "is_greedy_agree": sum(a[1] == b[1] for a, b in zip(theirs, ours)) / len(pairs),
+        "is_greedy_true": {"lm_eval": sum(a[1] for a in theirs), "klue": sum(b[1] for b in ours)},
         "requests_per_s_median": {name: statistics.median(r) for name, r in rates.items()},
         "requests_per_s_best": {name: max(r) for name, r in rates.items()},
         "speedup_median": statistics.median(rates["klue"]) / statistics.median(rates["lm_eval"]),

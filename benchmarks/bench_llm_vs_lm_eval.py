@@ -219,6 +219,9 @@ def main() -> None:
     from klue.models.tiny import make_tiny_llama_dir
 
     torch.set_num_threads(args.threads)
+    # read now: a long run should not lose its figures to a package changed under it meanwhile
+    versions = {"lm_eval_version": _version("lm_eval"), "torch": torch.__version__,
+                "transformers": _version("transformers")}
     pairs, data, texts = klue_requests(args.examples, args.tasks.split(","))
     if args.lm_eval_gguf and args.gguf is None:
         parser.error("--lm-eval-gguf needs --gguf")
@@ -266,7 +269,7 @@ def main() -> None:
         "speedup_median": statistics.median(rates["klue"]) / statistics.median(rates["lm_eval"]),
         "cpu_s_median": {name: statistics.median(c) for name, c in cpu_times.items()},
         "speedup_cpu_median": statistics.median(cpu_times["lm_eval"]) / statistics.median(cpu_times["klue"]),
-        "lm_eval_version": _version("lm_eval"), "torch": torch.__version__, "transformers": _version("transformers"),
+        **versions,
     }
     print(json.dumps(figures, indent=2, ensure_ascii=False))
     if args.json is not None:

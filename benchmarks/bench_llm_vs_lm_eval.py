@@ -16,9 +16,9 @@ its state dict into a model built from its config (the GGUF quantization entry r
 with the tokenizer, as a plain transformers directory (temporary, or `--gguf-dir DIR`, kept and reused).
 Both sides load that directory: identical float32 weights and tokenizer. `--lm-eval-gguf` makes lm-eval
 load the GGUF itself (`HFLM(pretrained=DIR_OF_FILE, gguf_file=NAME)`, which it accepts) while klue loads
-the directory: a check that lm-eval's own GGUF route sees the same model (its speed is not comparable:
-on transformers 5.24 the GGUF-loaded model ran several times slower per request than the same weights
-loaded from the directory). The figures add the context lengths in tokens and how many requests both
+the directory: a check that lm-eval's own GGUF route sees the same model and tokenizer (time the
+directory route, where both sides load alike; on transformers 5.24 the GGUF-loaded and the directory-loaded
+state dicts are bit-identical). The figures add the context lengths in tokens and how many requests both
 sides cut into the same (context, continuation) token ids (`same_token_split`: lm-eval's `_encode_pair`
 against klue's separate encoding).
 

@@ -144,6 +144,15 @@ def open_backend(target: str, options: BackendOptions) -> OpenAIBackend:
                          timeout_s=options.timeout_s)
 
 
+def served_warning(target: str, options: BackendOptions) -> str | None:
+    """Before a run: why the server may not serve the model the spec names (its GET /models does not list
+    it), or None. ServerUnreachable (exit 3) when no connection can be made: the run stops before it starts."""
+    model, base_url = split_target(target)
+    backend = OpenAIBackend(model, base_url, api_key_env=options.api_key_env, concurrency=1,
+                            timeout_s=options.timeout_s, probe=False)
+    return backend.served_warning()
+
+
 def gbnf_choices(choices: Sequence[str]) -> str:
     """A GBNF grammar whose only sentences are `choices`."""
     if not choices:
@@ -440,6 +449,15 @@ class OpenAIBackend(BackendBase):
         self.capabilities = Capabilities(loglik=False, completion=False)
         if probe:
             self.fingerprint, self.capabilities, self.dialects = self._run(self._probe())
+
+    def served_warning(self) -> str | None:
+        """Why the model name may not be served (`_model_id`'s note when GET /models does not list it)."""
+        async def ask() -> list[str]:
+            async with self.transport.client() as client:
+                return (await self._model_id(_Batch(client, asyncio.Semaphore(1))))[1]
+
+        notes = self._run(ask())
+        return notes[0] if notes else None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
@@ -745,7 +763,8 @@ class OpenAIBackend(BackendBase):
             return self.model, []
         named = [i for i in ids if i is not None]
         if len(named) == 1:  # a one-model server (llama-cpp-python) answers to any name with that model
-            return named[0], [f"the server serves {named[0]!r} under the name {self.model!r}"]
+            return named[0], [(f"the server lists no model {self.model!r}; it serves its one model "
+                               f"{named[0]!r} under that name")]
         return self.model, [f"the server lists no model {self.model!r} (it lists {ids})"]
 
     async def _probe_echo(self, batch: _Batch) -> tuple[bool, bool, list[str], str]:

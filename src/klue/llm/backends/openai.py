@@ -100,6 +100,7 @@ CHECK_PROMPT = "1, 2, 3, 4, 5,"
 # same server computes both, but a batched prefill and a decoding step may round differently (bf16 on vLLM).
 # A shifted echo is off by nats (SmolLM2 on llama-cpp-python: -12.93 echoed for a token generated at -0.75).
 CHECK_TOLERANCE = 0.25
+CHECK_TOKENS = 1  # generated for the check: its first token is compared
 CHECK_RELATIVE = 0.05
 # What the cross-check finds.
 ALIGNED = "aligned"  # the echoed values are the generated ones: log-likelihoods are right
@@ -340,54 +341,58 @@ class EchoCheck:
         return f"the server's echoed prompt log-probs disagree with its own generation ({values})"
 
 
-def _generated_logprobs(answer: Mapping[str, Any] | None) -> tuple[str, list[float], dict[str, float] | None] | str:
-    """(text, per-token log-probs, the first token's top log-probs) of a `logprobs: 1` generation, or why not."""
+def _generated_logprobs(answer: Mapping[str, Any] | None) -> tuple[str, str, float, dict[str, float] | None] | str:
+    """(text, the first token's text, its log-prob, its top log-probs) of a `logprobs: 1` generation, or why
+    not (the first token must have text of its own: a byte token's '' cannot be found in an echo)."""
     if answer is None:
         return "the server refused a generation with log-probs"
     text = _get(answer, "choices.0.text")
+    tokens = _get(answer, "choices.0.logprobs.tokens")
     values = _get(answer, "choices.0.logprobs.token_logprobs")
     tops = _get(answer, "choices.0.logprobs.top_logprobs")
-    if not isinstance(text, str) or not text:
-        return "the generation gave no text"
-    if not (isinstance(values, list) and values and all(_finite(v) for v in values)):
+    if not (isinstance(text, str) and isinstance(tokens, list) and isinstance(values, list) and tokens and values):
         return "the generation gave no log-probs"
+    first = tokens[0]
+    if not (isinstance(first, str) and first and "\ufffd" not in first and text.startswith(first)):
+        return "the first generated token has no text of its own"
+    if not _finite(values[0]):
+        return "the first generated token has no log-prob"
     top = tops[0] if isinstance(tops, list) and tops and isinstance(tops[0], dict) else None
-    return text, [float(v) for v in values], top
+    return text, first, float(values[0]), top
 
 
 def check_echo(generation: Mapping[str, Any] | None, echo: Mapping[str, Any] | None, prompt: str) -> EchoCheck:
-    """Compare the echoed log-probs of `prompt` + its greedy continuation (`echo`, an `echo: true, logprobs: 1`
-    answer) with the ones the generation (`generation`, a `logprobs: 1` answer on `prompt`) gave the same
-    tokens. Found by text offsets, not by the count of generated tokens, so a list that lacks the generated
-    token (llama-cpp-python without BOS) is read right. SHIFTED when, besides, the top log-prob shown one
-    position early is the generation's own: the values sit one token late."""
+    """Compare the echoed log-prob of the first token the server generated after `prompt` (`echo`: an
+    `echo: true, logprobs: 1` answer on `prompt` + the generated text) with the one the generation gave it
+    (`generation`: a `logprobs: 1` answer on `prompt`). The token is found by its text offset, not by the
+    count of generated tokens, so a list that lacks the generated token (llama-cpp-python without BOS) is
+    read right. SHIFTED when, besides, the top log-prob shown one position early is the generation's own:
+    the values sit one token late."""
     found = _generated_logprobs(generation)
     if isinstance(found, str):
         return EchoCheck(UNKNOWN, why=found)
-    text, generated, top = found
+    text, first, made, top = found
     logprobs = _get(echo, "choices.0.logprobs") if echo is not None else None
     tokens, offsets, values = ((logprobs or {}).get(k) if isinstance(logprobs, dict) else None
                                for k in ("tokens", "text_offset", "token_logprobs"))
     if not (isinstance(tokens, list) and isinstance(offsets, list) and isinstance(values, list) and tokens
             and len(tokens) == len(offsets) == len(values) and all(isinstance(o, int) for o in offsets)):
         return EchoCheck(UNKNOWN, why="the echo answer has no usable logprobs")
-    full = prompt + text
-    shift = _shift_from_first_token(str(tokens[0]), offsets[0], full)
-    start, end = len(prompt) + shift, len(full) + shift
-    span = [i for i, o in enumerate(offsets) if start <= o < end]
-    if len(span) != len(generated) or not span or span[0] == 0:
-        return EchoCheck(UNKNOWN, why=f"{text!r} is {len(generated)} generated tokens but {len(span)} echoed ones")
-    if not all(_finite(values[i]) for i in span):
-        return EchoCheck(UNKNOWN, why="the echo gave the continuation no log-probs")
-    echoed, made = sum(float(values[i]) for i in span), sum(generated)
+    shift = _shift_from_first_token(str(tokens[0]), offsets[0], prompt + text)
+    at = next((i for i, o in enumerate(offsets) if o >= len(prompt) + shift), None)
+    if at is None or at == 0 or offsets[at] != len(prompt) + shift or tokens[at] != first:
+        return EchoCheck(UNKNOWN, why=f"the generated token {first!r} is not a token of the echo")
+    if not _finite(values[at]):
+        return EchoCheck(UNKNOWN, why="the echo gave the generated token no log-prob")
+    echoed = float(values[at])
     if abs(echoed - made) <= CHECK_TOLERANCE + CHECK_RELATIVE * abs(made):
-        return EchoCheck(ALIGNED, made, echoed, text)
+        return EchoCheck(ALIGNED, made, echoed, first)
     tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
-    early = tops[span[0] - 1] if isinstance(tops, list) and len(tops) == len(tokens) else None
+    early = tops[at - 1] if isinstance(tops, list) and len(tops) == len(tokens) else None
     shifted = (isinstance(early, dict) and top is not None and bool(top)
                and all(k in early and _finite(early[k]) and abs(float(early[k]) - float(v)) <= CHECK_TOLERANCE
                        for k, v in top.items()))
-    return EchoCheck(SHIFTED if shifted else MISMATCH, made, echoed, text)
+    return EchoCheck(SHIFTED if shifted else MISMATCH, made, echoed, first)
 
 
 def _finite(value: Any) -> bool:
@@ -799,7 +804,7 @@ class OpenAIBackend(BackendBase):
     async def _check_echo(self, batch: _Batch) -> EchoCheck:
         """Generate from CHECK_PROMPT with log-probs, echo the prompt and that continuation, compare."""
         generation = await self._probe_request(batch, "/completions", {
-            "prompt": CHECK_PROMPT, "max_tokens": 1, "temperature": 0, "logprobs": 1})
+            "prompt": CHECK_PROMPT, "max_tokens": CHECK_TOKENS, "temperature": 0, "logprobs": 1})
         found = _generated_logprobs(generation)
         if isinstance(found, str):
             return EchoCheck(UNKNOWN, why=found)

@@ -24,6 +24,7 @@ typically, with larger gaps on low-probability tokens.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import resource
@@ -71,20 +72,30 @@ def main() -> None:
     per_cont: list[float] = []
     hf_sums: list[float] = []
     cpp_sums: list[float] = []
-    for context, continuation in pairs:
+    contexts = list(dict.fromkeys(c for c, _ in pairs))
+    for n, context in enumerate(contexts):
+        # One pass over the context per engine, its key/value cache reused for every choice (as klue does).
         head = list(hf.tokenizer(context, add_special_tokens=True)["input_ids"])
-        tail = list(hf.tokenizer(continuation, add_special_tokens=False)["input_ids"])
-        ids = head + tail
         with torch.inference_mode():
-            logits = hf.lm(torch.tensor([ids])).logits[0, len(head) - 1:len(ids) - 1].float().numpy()
-        hf_lp = _logsoftmax(logits)[np.arange(len(tail)), tail]
+            out = hf.lm(torch.tensor([head]), use_cache=True, logits_to_keep=1)
+        hf_last, hf_cache = out.logits[0, -1:].float().numpy(), out.past_key_values
         llama.reset()
-        llama.eval(ids)
-        cpp_lp = _logsoftmax(np.asarray(llama.scores[len(head) - 1:len(ids) - 1]))[np.arange(len(tail)), tail]
-        per_token += [abs(float(a) - float(b)) for a, b in zip(hf_lp, cpp_lp)]
-        hf_sums.append(float(hf_lp.sum()))
-        cpp_sums.append(float(cpp_lp.sum()))
-        per_cont.append(abs(hf_sums[-1] - cpp_sums[-1]))
+        llama.eval(head)
+        for continuation in [x for c, x in pairs if c == context]:
+            tail = list(hf.tokenizer(continuation, add_special_tokens=False)["input_ids"])
+            with torch.inference_mode():
+                rest = hf.lm(torch.tensor([tail]), past_key_values=copy.deepcopy(hf_cache), use_cache=True)
+            rows = np.concatenate([hf_last, rest.logits[0, :-1].float().numpy()])
+            hf_lp = _logsoftmax(rows)[np.arange(len(tail)), tail]
+            llama.n_tokens = len(head)  # back to the context: eval() drops the cache after it
+            llama.eval(tail)
+            cpp_rows = np.asarray(llama.scores[len(head) - 1:len(head) + len(tail) - 1])
+            cpp_lp = _logsoftmax(cpp_rows)[np.arange(len(tail)), tail]
+            per_token += [abs(float(a) - float(b)) for a, b in zip(hf_lp, cpp_lp)]
+            hf_sums.append(float(hf_lp.sum()))
+            cpp_sums.append(float(cpp_lp.sum()))
+            per_cont.append(abs(hf_sums[-1] - cpp_sums[-1]))
+        print(f"context {n + 1}/{len(contexts)} ({len(head)} tokens) done", file=sys.stderr, flush=True)
 
     # examples: consecutive pairs with the same context
     groups: list[list[int]] = []

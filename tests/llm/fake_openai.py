@@ -48,6 +48,9 @@ class FakeOpenAI:
     dialect: str | None = "gbnf"  # "gbnf", "structured_outputs" or None (constraint fields ignored)
     prefix: str = ""  # "dummy": a SentencePiece dummy-prefix space; "bos": a "<s>" token with text "<s>"
     usage: bool = True  # False: no usage block in answers
+    # True: echoed log-probs one position late, as llama-cpp-python 0.3.36's for a model without BOS: the value
+    # shown for a token is the one at its own position (not the one before), the list lacks the generated token
+    shifted: bool = False
     echo_generated: int = 1  # tokens generated after an echoed prompt (llama-cpp-python: up to a whole character)
     delay_s: float = 0.0
     delay_of: Callable[[dict[str, Any]], float] | None = None  # per request body, overrides delay_s
@@ -105,7 +108,21 @@ class FakeOpenAI:
             return {"__status__": 400, "error": {"message": f"Requested tokens ({len(pieces)}) exceed context "
                                                             f"window of {self.n_ctx}"}}
         generated_tokens = 1
-        if body.get("echo") and self.echo:
+        if body.get("logprobs") and not body.get("echo") and constrained is None:
+            # greedy in the toy world: each token's log-prob is toy_logprob, and it is its position's top token
+            made = TOKEN.findall(generated)
+            choice["logprobs"] = {"tokens": made, "token_logprobs": [toy_logprob(t) for t in made],
+                                  "top_logprobs": [{t: toy_logprob(t)} for t in made],
+                                  "text_offset": [len(prompt) + sum(map(len, made[:i])) for i in range(len(made))]}
+            generated_tokens = len(made)
+        if body.get("echo") and self.echo and self.shifted:
+            generated_tokens = self.echo_generated
+            choice["text"] = prompt + GENERATED * generated_tokens
+            nexts = [*pieces[1:], GENERATED]  # what each position's distribution predicts
+            choice["logprobs"] = {"tokens": pieces, "text_offset": [sum(map(len, pieces[:i])) for i in range(len(pieces))],
+                                  "token_logprobs": [None] + [toy_logprob(p) - 7.0 for p in pieces[1:]],
+                                  "top_logprobs": [None] + [{n: toy_logprob(n)} for n in nexts[1:]]}
+        elif body.get("echo") and self.echo:
             generated_tokens = self.echo_generated
             extra = [GENERATED] * generated_tokens
             choice["text"] = prompt + "".join(extra)

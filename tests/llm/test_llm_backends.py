@@ -96,3 +96,24 @@ def test_a_new_backend_runs_klue_llm_end_to_end(fake_registered: None, tmp_path:
     predictions = [json.loads(line) for line in (cell / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(predictions) == len(gold) and {p["label"] for p in predictions} == {"contradiction"}
     assert results.scores["accuracy"] == pytest.approx(100 * gold.count("contradiction") / len(gold))
+
+
+def test_hf_takes_a_gguf_file_in_process(tmp_path: Path) -> None:
+    """`hf:FILE.gguf`: transformers' GGUF support (weights and tokenizer from the one file), kept in memory."""
+    pytest.importorskip("gguf", reason="hf:FILE.gguf needs the gguf package: pip install gguf")
+    pytest.importorskip("torch", reason="the in-process backend needs torch")
+    import hashlib
+    import math
+
+    from gguf_model import write_tiny_llama
+
+    from klue.llm.backends.base import LoglikRequest
+    from klue.llm.backends.hf import HfBackend
+
+    path = write_tiny_llama(tmp_path / "tiny.gguf")
+    backend = HfBackend(str(path), cpu=True)
+    assert backend.fingerprint == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    assert backend.context_length == 512 and backend.capabilities.chat  # from the GGUF's metadata and template
+    assert backend.tokenizer("a b", add_special_tokens=True)["input_ids"][:1] == [1]  # its own <s>
+    [yes, no] = backend.loglik([LoglikRequest("질문: a b 답:", " yes"), LoglikRequest("질문: a b 답:", " no")])
+    assert math.isfinite(yes.logprob) and math.isfinite(no.logprob) and yes.logprob != no.logprob

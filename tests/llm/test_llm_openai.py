@@ -62,6 +62,49 @@ def test_a_server_without_prompt_logprobs_has_no_loglik(fake_server: Start) -> N
     assert any("no prompt log-probs" in note for note in b.capabilities.notes)
 
 
+@pytest.mark.parametrize("prefix", ["", "dummy", "bos"])
+def test_echoed_log_probs_that_match_the_generated_ones_keep_log_likelihood(fake_server: Start, prefix: str) -> None:
+    b = backend(fake_server(prefix=prefix))
+    assert b.capabilities.loglik and not b.capabilities.loglik_why_not
+    assert not any("cross-checked" in note for note in b.capabilities.notes)  # the check was made, and passed
+
+
+def test_an_echo_shifted_by_one_token_is_refused_and_the_cause_named(fake_server: Start) -> None:
+    from klue import registry
+    from klue.llm.run import choose_mode
+
+    nli = registry.get("nli").make_prompts(None)
+    b = backend(fake_server(shifted=True))  # llama-cpp-python 0.3.36 serving a model without a BOS token
+    caps = b.capabilities
+    assert not caps.loglik and caps.completion
+    assert "shifted by one token" in caps.loglik_why_not and "without a BOS token" in caps.loglik_why_not
+    assert "truncated" not in caps.loglik_why_not and caps.to_json()["loglik_why_not"] == caps.loglik_why_not
+    mode, notes = choose_mode(nli, "auto", caps.loglik, "nli", caps.loglik_why_not)
+    assert mode == "generate" and notes == [f"{caps.loglik_why_not}: generate-and-parse instead of log-likelihood"]
+    with pytest.raises(DataError, match="shifted by one token"):
+        choose_mode(nli, "loglik", caps.loglik, "nli", caps.loglik_why_not)
+
+
+def test_the_echo_check_reads_values_by_offset() -> None:
+    from klue.llm.backends.openai import ALIGNED, MISMATCH, SHIFTED, UNKNOWN, check_echo
+
+    def generation(text: str, value: float) -> dict[str, Any]:
+        return {"choices": [{"text": text, "logprobs": {"tokens": [text], "token_logprobs": [value],
+                                                        "top_logprobs": [{text: value}]}}]}
+
+    def echo(values: list[float | None], tops: list[Any]) -> dict[str, Any]:
+        return {"choices": [{"logprobs": {"tokens": ["a", " b", " c"], "text_offset": [0, 1, 3],
+                                          "token_logprobs": values, "top_logprobs": tops}}]}
+
+    assert check_echo(generation(" c", -0.5), echo([None, -2.0, -0.52], [None, {}, {}]), "a b").verdict == ALIGNED
+    shifted = check_echo(generation(" c", -0.5), echo([None, -9.0, -12.0], [None, {" c": -0.5}, {}]), "a b")
+    assert (shifted.verdict, shifted.generated, shifted.echoed) == (SHIFTED, -0.5, -12.0)
+    assert "-12.000 echoed vs -0.500 generated for ' c'" in shifted.reason()
+    assert check_echo(generation(" c", -0.5), echo([None, -9.0, -12.0], [None, {" x": -0.1}, {}]),
+                      "a b").verdict == MISMATCH
+    assert check_echo({"choices": [{"text": " c"}]}, None, "a b").verdict == UNKNOWN  # no generated log-probs
+
+
 def test_vllm_structured_outputs_are_found_by_the_probe(fake_server: Start) -> None:
     server = fake_server(dialect="structured_outputs", chat=False)
     b = backend(server)
@@ -167,7 +210,7 @@ def test_the_shift_from_the_first_token_when_nothing_was_generated() -> None:
 
 def test_a_truncated_prompt_is_an_error() -> None:
     echo = Echo(["ere"], [0], [None], None, 3)
-    with pytest.raises(BackendError, match="truncated"):
+    with pytest.raises(BackendError, match="cut to fit the model.s context, or an echo without the generated token"):
         measure_shift(echo, "Hi there")
 
 

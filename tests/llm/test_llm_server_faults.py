@@ -141,3 +141,63 @@ def test_nothing_is_cached_from_a_bad_answer_and_a_rerun_resumes(fake_server: St
     assert sorted(s.body["prompt"] for s in server.posts()[before:] if s.body.get("max_tokens") == 4) == \
         ["p3", "p4", "p5"]  # only what was missing (the probe's own requests aside)
     again.close()
+
+
+# -- faults as `klue llm` shows them (issue 26, item 6) -------------------------------------------------------
+
+
+def _klue_llm(*args: str, tmp_path: Path) -> Any:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import klue
+    from klue.tasks import nli
+
+    def rows(n: int, part: str) -> list[dict[str, str]]:
+        return [{"guid": f"{part}-{i}", "source": "s", "premise": f"전제 {i} 입니다", "hypothesis": f"가설 {i} 입니다",
+                 "gold_label": nli.LABELS[i % 3], "author": nli.LABELS[i % 3], "label2": "neutral",
+                 "label3": "neutral", "label4": "neutral", "label5": "neutral"} for i in range(n)]
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    train, evaluation = tmp_path / "train.json", tmp_path / "eval.json"
+    train.write_text(json.dumps(rows(12, "train"), ensure_ascii=False), encoding="utf-8")
+    evaluation.write_text(json.dumps(rows(3, "dev"), ensure_ascii=False), encoding="utf-8")
+    env = os.environ | {"PYTHONPATH": str(Path(klue.__file__).parents[1]), "COLUMNS": "300"}
+    return subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", "llm", "--tasks", "nli",
+                           "--train", str(train), "--eval", str(evaluation), "--out", str(tmp_path / "out"), "--jobs", "0",
+                           *args], capture_output=True, text=True, env=env, timeout=300, check=False)
+
+
+def test_a_model_the_server_does_not_list_is_a_warning_and_an_error_with_strict_model(
+        fake_server: Start, tmp_path: Path) -> None:
+    server = fake_server(model_id="served-model")
+    spec = f"openai:other-name@{server.url}"
+    strict = _klue_llm("--model", spec, "--strict-model", tmp_path=tmp_path / "strict")
+    assert strict.returncode == 2 and strict.stderr.count("klue: error:") == 1, strict.stderr[-2000:]
+    assert "lists no model 'other-name'" in strict.stderr and "--strict-model" in strict.stderr
+    assert not server.posts()  # refused before any cell asked the model anything
+    warned = _klue_llm("--model", spec, tmp_path=tmp_path / "warned")
+    assert warned.returncode == 0, warned.stderr[-2000:]
+    assert warned.stderr.count("warning:") == 1 and "lists no model 'other-name'" in warned.stderr
+
+
+def test_an_unreachable_server_stops_the_run_at_once_with_one_message_and_exit_3(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    run = _klue_llm("--model", f"openai:m@http://127.0.0.1:{closed}/v1", "--seeds", "1,2", tmp_path=tmp_path)
+    assert run.returncode == 3, run.stderr[-2000:]
+    assert run.stderr.count("cannot reach") == 1 and run.stderr.count("klue: error:") == 1
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("results.json"))
+
+
+def test_a_missing_hf_directory_or_gguf_file_says_so(tmp_path: Path) -> None:
+    from klue.llm.spec import parse_spec
+
+    with pytest.raises(DataError, match="no such directory"):
+        parse_spec("hf:/nonexistent/model")
+    with pytest.raises(DataError, match="no such GGUF file"):
+        parse_spec(f"hf:{tmp_path}/model.gguf")
+    assert parse_spec("hf:org/model").target == "org/model"  # a hub id is left to the hub

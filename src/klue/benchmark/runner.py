@@ -219,7 +219,8 @@ def _run_benchmark(plan: BenchmarkPlan, cells: list[CellSpec], todo: list[CellSp
         summary.outcomes.append(outcome)
         invocation.cells_ok += outcome.status == "ok"
         invocation.cells_failed += outcome.status != "ok"
-        console.print(_outcome_line(outcome))
+        if not outcome.unreachable:  # an unreachable server is said once, by the error that stops the run
+            console.print(_outcome_line(outcome))
         progress.update(advance=1)
         write_manifest(plan.out, manifest)
         if outcome.cannot_write:  # every later cell would fail the same way: stop, as one clear error

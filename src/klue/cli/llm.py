@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from klue.cli._common import (
     DataDirOption,
@@ -18,6 +19,8 @@ from klue.cli._common import (
     with_own_data,
 )
 from klue.errors import DataError
+from klue.io.redact import redact_text
+from klue.llm.backends.base import BackendOptions
 from klue.llm.spec import known_kinds
 
 if TYPE_CHECKING:
@@ -54,6 +57,8 @@ def llm_command(
                                                     "not say it (llama-cpp-python): prompts are fitted to it by "
                                                     "dropping shots, then cutting the example's own context "
                                                     "(docs/llm.md).", show_default=False)] = None,
+    strict_model: Annotated[bool, typer.Option("--strict-model", help="A model name the server does not list "
+                                               "(GET /v1/models) is an error (exit 2), not a warning.")] = False,
     unconstrained: Annotated[bool, typer.Option("--unconstrained", help="Never ask the backend for "
                                                 "constrained decoding (grammar / JSON schema).")] = False,
     metric: MetricModeOption = "official",
@@ -81,7 +86,8 @@ def llm_command(
     settings: dict[str, Any] = {"mode": mode, "form": form, "shots": shots, "limit": limit,
                                 "constrained": not unconstrained, "max_context": max_context, "concurrency": concurrency, "timeout_s": timeout,
                                 "api_key_env": api_key_env, "batch_size": batch_size}
-    FAMILY.options(settings)
+    options = FAMILY.options(settings)
+    _check_served(model, options.backend, strict_model)
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
                          metric_mode(metric), data_dir, extra_data_dir, tuple(settings.items()), files)
     summary = run_benchmark(plan, jobs=jobs, console=stderr)
@@ -90,3 +96,18 @@ def llm_command(
                  f"failed; results in {out}. Report: klue report {out} -o {out / REPORT_FILE}", highlight=False)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _check_served(models: list[str], options: BackendOptions, strict: bool) -> None:
+    """Ask each server once, before any cell: a name it does not list is a warning on screen (an error with
+    --strict-model); a server that cannot be reached stops the run here, with exit 3 (UnreachableError)."""
+    from klue.llm.spec import parse_spec, served_warning
+
+    for spec in dict.fromkeys(models):
+        warning = served_warning(parse_spec(spec), options)
+        if warning is None:
+            continue
+        if strict:
+            raise DataError(f"{redact_text(spec)}: {warning} (--strict-model)")
+        stderr.print(f"[yellow]warning:[/yellow] {escape(redact_text(spec))}: {escape(warning)}; the run goes on "
+                     "(--strict-model makes this an error)", highlight=False)

@@ -73,21 +73,24 @@ class LlmSettings:
     max_context: int | None = None  # the model's context in tokens (--max-context), over what the backend says
 
 
-def choose_mode(prompts: TaskPrompts, asked: str, can_loglik: bool, task_name: str) -> tuple[str, list[str]]:
+def choose_mode(prompts: TaskPrompts, asked: str, can_loglik: bool, task_name: str,
+                why_not: str = "") -> tuple[str, list[str]]:
     """The mode to run and the notes to record: `auto` takes the task's default where the backend can do it,
-    else generation; an explicit `loglik` on a backend without prompt log-probabilities is refused."""
+    else generation; an explicit `loglik` on a backend without prompt log-probabilities is refused. `why_not`:
+    why the backend has none, where its probe found out (Capabilities.loglik_why_not), said in both."""
     notes: list[str] = []
+    cause = why_not or "the backend returns no prompt log-probabilities"
     if asked == AUTO:
         mode = prompts.default_mode
         if mode == LOGLIK and not can_loglik:
-            notes.append("the backend returns no prompt log-probabilities: generate-and-parse instead of "
-                         "log-likelihood")
+            notes.append(f"{cause}: generate-and-parse instead of log-likelihood")
             mode = GENERATE
     elif asked in (LOGLIK, GENERATE):
         mode = asked
         if mode == LOGLIK and not can_loglik:
             raise DataError(f"{task_name}: --mode loglik needs prompt log-probabilities, which this backend does "
-                            "not return (a server without echo log-probs); use --mode generate or auto")
+                            f"not give ({why_not or 'a server without echo log-probs'}); use --mode generate or "
+                            "auto")
     else:
         raise DataError(f"--mode takes auto, loglik or generate, not {asked!r}")
     if not prompts.supports(mode):
@@ -166,7 +169,8 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
     prompts: TaskPrompts = task.make_prompts(data.roots)
     inner = backend if backend is not None else open_backend(parse_spec(spec_text))
     spec_text = redact_text(spec_text)  # the model's name in every output from here: no URL credentials
-    mode, notes = choose_mode(prompts, settings.mode, inner.capabilities.loglik, task.name)
+    mode, notes = choose_mode(prompts, settings.mode, inner.capabilities.loglik, task.name,
+                              inner.capabilities.loglik_why_not)
     if settings.form == CHAT and not inner.capabilities.chat:
         raise DataError(f"{spec_text}: the chat form needs a chat template or endpoint, which this backend lacks; "
                         "use --form completion")

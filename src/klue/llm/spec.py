@@ -65,3 +65,11 @@ def open_backend(spec: ModelSpec, options: BackendOptions | None = None) -> Back
     """The backend a spec names, opened with `options` (the defaults where None)."""
     backend: Backend = backend_module(spec.kind).open_backend(spec.target, options or BackendOptions())
     return backend
+
+
+def served_warning(spec: ModelSpec, options: BackendOptions | None = None) -> str | None:
+    """Before a run: why the backend may not serve the model the spec names (a server whose model list lacks
+    it), or None; a backend without such a check (`served_warning` in its module) says nothing. An
+    UnreachableError (exit 3) when the server cannot be reached."""
+    check = getattr(backend_module(spec.kind), "served_warning", None)
+    return None if check is None else check(spec.target, options or BackendOptions())

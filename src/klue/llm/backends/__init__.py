@@ -31,7 +31,7 @@ class BackendKind:
 
 
 KINDS: tuple[BackendKind, ...] = (
-    BackendKind("hf:", "hf:NAME_OR_DIR", "a transformers causal LM in this process", "klue.llm.backends.hf",
+    BackendKind("hf:", "hf:NAME_OR_DIR", "a transformers causal LM in this process: a hub name, a directory or a .gguf file", "klue.llm.backends.hf",
                 uses_gpu=True, install="klue[train,llm]"),
     BackendKind("openai:", "openai:MODEL@BASE_URL", "any OpenAI-compatible server: vLLM, llama.cpp, SGLang, a "
                 "hosted API", "klue.llm.backends.openai", uses_gpu=False),

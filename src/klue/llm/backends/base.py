@@ -94,11 +94,13 @@ class Capabilities:
     spans: bool = False  # constrained generation to a substring of a given text
     constrained_by: str | None = None  # what applies the constraints, e.g. "llguidance 1.9.1" (in process)
     notes: tuple[str, ...] = ()
+    loglik_why_not: str = ""  # why `loglik` is False, where a probe found out (e.g. an echo shifted by a token)
 
     def to_json(self) -> dict[str, Any]:
         return {"loglik": self.loglik, "completion": self.completion, "chat": self.chat,
                 "json_schema": self.json_schema, "choices": self.choices, "regex": self.regex,
-                "spans": self.spans, "constrained_by": self.constrained_by, "notes": list(self.notes)}
+                "spans": self.spans, "constrained_by": self.constrained_by, "notes": list(self.notes),
+                **({"loglik_why_not": self.loglik_why_not} if self.loglik_why_not else {})}
 
 
 @dataclass

@@ -1,4 +1,6 @@
-"""The in-process backend: a transformers causal LM (`hf:NAME_OR_DIR`).
+"""The in-process backend: a transformers causal LM (`hf:NAME_OR_DIR`, or `hf:FILE.gguf`: a GGUF file loaded
+through transformers' GGUF support, dequantised to float32, its tokenizer from the same file, kept in memory
+only since transformers cannot save a GGUF-loaded model).
 
 - Log-likelihood: the context is run once and its key/value cache reused for every continuation of that
   context (the choices of one example: 30 relation descriptions cost one context pass, not 30); contexts
@@ -36,8 +38,9 @@ def _fingerprint(name: str, model: Any) -> str:
     commit = getattr(model.config, "_commit_hash", None)
     if commit:
         return f"hf-commit:{commit}"
-    path = Path(name)
-    weights = sorted(p for p in path.glob("*") if p.suffix in (".safetensors", ".bin")) if path.is_dir() else []
+    path = Path(name).expanduser()
+    weights = (sorted(p for p in path.glob("*") if p.suffix in (".safetensors", ".bin")) if path.is_dir()
+               else [path] if path.suffix.lower() == GGUF_SUFFIX and path.is_file() else [])
     if not weights:
         return f"hf-name:{name}"
     digest = hashlib.sha256()
@@ -105,8 +108,44 @@ def _constrainer(tokenizer: Any, lm: Any, wanted: bool) -> tuple[Constrainer | N
         return None, f"{LIBRARY} cannot use this tokenizer ({error})"
 
 
+GGUF_SUFFIX = ".gguf"
+
+
+def _looks_local(target: str) -> bool:
+    """A path, not a hub repo id ("org/name"): absolute, relative with ./ or ../, from ~, or a .gguf file."""
+    return target.startswith(("/", "./", "../", "~", ".\\")) or target.lower().endswith(GGUF_SUFFIX)
+
+
 def check_target(target: str) -> None:
-    """Any hub name or directory: whether it holds a causal LM is known when it is opened."""
+    """A hub name, a directory or a .gguf file; a path that is not there says so (not a hub id error). Whether
+    it holds a causal LM is known when it is opened."""
+    if not _looks_local(target):
+        return
+    path = Path(target).expanduser()
+    if target.lower().endswith(GGUF_SUFFIX):
+        if not path.is_file():
+            raise base.BackendError(f"hf:{target}: no such GGUF file")
+    elif not path.is_dir():
+        raise base.BackendError(f"hf:{target}: no such directory" + (" (it is a file; hf: takes a model "
+                                "directory or a .gguf file)" if path.exists() else ""))
+
+
+def _load(model_name: str) -> tuple[Any, Any]:
+    """(tokenizer, model) of a hub name or directory, or of a GGUF file through transformers' GGUF support
+    (`gguf_file=`: the weights dequantised to float32, the tokenizer from the same file). A GGUF-loaded model
+    cannot be saved (save_pretrained refuses it), so it lives in memory only: klue never saves it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from klue.models.loading import FILES_WITHOUT_CODE, WEIGHTS_WITHOUT_CODE
+
+    where: dict[str, Any] = {}
+    source = model_name
+    if model_name.lower().endswith(GGUF_SUFFIX):
+        path = Path(model_name).expanduser()
+        source, where = str(path.parent), {"gguf_file": path.name}
+    tokenizer = AutoTokenizer.from_pretrained(source, **where, **FILES_WITHOUT_CODE)
+    lm = cast(Any, AutoModelForCausalLM).from_pretrained(source, **where, **WEIGHTS_WITHOUT_CODE)
+    return tokenizer, lm
 
 
 def open_backend(target: str, options: base.BackendOptions) -> HfBackend:
@@ -119,20 +158,14 @@ class HfBackend(base.BackendBase):
 
     def __init__(self, model_name: str, *, cpu: bool = False, batch_size: int = 8, constrained: bool = True) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from klue.models.loading import (
-            FILES_WITHOUT_CODE,
-            WEIGHTS_WITHOUT_CODE,
-            check_loads_without_code,
-            refusing_model_code,
-        )
+        from klue.models.loading import check_loads_without_code, refusing_model_code
 
+        check_target(model_name)
         check_loads_without_code(model_name)  # no pickle, no code the model ships: refused before any load
         try:
             with refusing_model_code(f"hf:{model_name}"):
-                self.tokenizer = AutoTokenizer.from_pretrained(model_name, **FILES_WITHOUT_CODE)
-                self.lm: Any = cast(Any, AutoModelForCausalLM).from_pretrained(model_name, **WEIGHTS_WITHOUT_CODE)
+                self.tokenizer, self.lm = _load(model_name)
         except (OSError, ValueError) as error:
             raise base.BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer "
                                     f"({error})") from None

@@ -94,6 +94,22 @@ PROBE_PROMPT = "안녕하세요. 반갑습니다"  # Korean, so multi-byte offse
 PROBE_CHOICE = "zq"  # an answer no unconstrained model gives by chance
 PROBE_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"zq": {"type": "string", "enum": ["a"]}},
                                 "required": ["zq"], "additionalProperties": False}
+# The echo cross-check: ASCII, so every token's text and offset are exact, and a model continues it briefly.
+CHECK_PROMPT = "1, 2, 3, 4, 5,"
+# Echoed and generated log-probs of the same tokens agree within this (nats, plus a share of the value): the
+# same server computes both, but a batched prefill and a decoding step may round differently (bf16 on vLLM).
+# A shifted echo is off by nats (SmolLM2 on llama-cpp-python: -12.93 echoed for a token generated at -0.75).
+CHECK_TOLERANCE = 0.25
+CHECK_TOKENS = 1  # generated for the check: its first token is compared
+CHECK_RELATIVE = 0.05
+# What the cross-check finds.
+ALIGNED = "aligned"  # the echoed values are the generated ones: log-likelihoods are right
+SHIFTED = "shifted"  # one position late: the value shown for a token is the one for the token before
+MISMATCH = "mismatch"  # they disagree in some other way
+UNKNOWN = "unknown"  # the check could not be made (no generated log-probs, a different tokenization)
+SHIFT_CAUSE = ("the server's echoed prompt log-probs are shifted by one token (each token is paired with "
+               "the next position, the first token's value dropped): a model without a BOS token, a known "
+               "llama-cpp-python behaviour")
 
 
 class ServerUnreachable(BackendError, UnreachableError):
@@ -127,6 +143,15 @@ def open_backend(target: str, options: BackendOptions) -> OpenAIBackend:
     model, base_url = split_target(target)
     return OpenAIBackend(model, base_url, api_key_env=options.api_key_env, concurrency=options.concurrency,
                          timeout_s=options.timeout_s)
+
+
+def served_warning(target: str, options: BackendOptions) -> str | None:
+    """Before a run: why the server may not serve the model the spec names (its GET /models does not list
+    it), or None. ServerUnreachable (exit 3) when no connection can be made: the run stops before it starts."""
+    model, base_url = split_target(target)
+    backend = OpenAIBackend(model, base_url, api_key_env=options.api_key_env, concurrency=1,
+                            timeout_s=options.timeout_s, probe=False)
+    return backend.served_warning()
 
 
 def gbnf_choices(choices: Sequence[str]) -> str:
@@ -233,8 +258,9 @@ def measure_shift(echo: Echo, prompt: str) -> int:
         shift = _shift_from_first_token(echo.tokens[0] if echo.tokens else "", echo.offsets[0] if echo.offsets
                                         else 0, prompt)
     if shift < 0:
-        raise BackendError(f"the server's token offsets end {-shift} characters before the prompt does: "
-                           "was the prompt truncated to fit the model's context?")
+        raise BackendError(f"the server's token offsets end {-shift} characters before the prompt does: a "
+                           "prompt cut to fit the model's context, or an echo without the generated token "
+                           "(llama-cpp-python's for a model without a BOS token)")
     return shift
 
 
@@ -296,6 +322,83 @@ def loglik_from_answer(answer: Mapping[str, Any], request: LoglikRequest) -> tup
     return result, kept
 
 
+@dataclass(frozen=True)
+class EchoCheck:
+    """The echoed log-probs of a generated continuation against the generation's own: `verdict` (ALIGNED,
+    SHIFTED, MISMATCH, UNKNOWN), the two sums (nats) and the text they are of, and why UNKNOWN."""
+
+    verdict: str
+    generated: float | None = None
+    echoed: float | None = None
+    text: str = ""
+    why: str = ""
+
+    def reason(self) -> str:
+        """Why the echoed log-probs are not used (SHIFTED, MISMATCH), with the values that show it."""
+        values = f"{self.echoed:.3f} echoed vs {self.generated:.3f} generated for {self.text!r}"
+        if self.verdict == SHIFTED:
+            return f"{SHIFT_CAUSE} ({values})"
+        return f"the server's echoed prompt log-probs disagree with its own generation ({values})"
+
+
+def _generated_logprobs(answer: Mapping[str, Any] | None) -> tuple[str, str, float, dict[str, float] | None] | str:
+    """(text, the first token's text, its log-prob, its top log-probs) of a `logprobs: 1` generation, or why
+    not (the first token must have text of its own: a byte token's '' cannot be found in an echo)."""
+    if answer is None:
+        return "the server refused a generation with log-probs"
+    text = _get(answer, "choices.0.text")
+    tokens = _get(answer, "choices.0.logprobs.tokens")
+    values = _get(answer, "choices.0.logprobs.token_logprobs")
+    tops = _get(answer, "choices.0.logprobs.top_logprobs")
+    if not (isinstance(text, str) and isinstance(tokens, list) and isinstance(values, list) and tokens and values):
+        return "the generation gave no log-probs"
+    first = tokens[0]
+    if not (isinstance(first, str) and first and "\ufffd" not in first and text.startswith(first)):
+        return "the first generated token has no text of its own"
+    if not _finite(values[0]):
+        return "the first generated token has no log-prob"
+    top = tops[0] if isinstance(tops, list) and tops and isinstance(tops[0], dict) else None
+    return text, first, float(values[0]), top
+
+
+def check_echo(generation: Mapping[str, Any] | None, echo: Mapping[str, Any] | None, prompt: str) -> EchoCheck:
+    """Compare the echoed log-prob of the first token the server generated after `prompt` (`echo`: an
+    `echo: true, logprobs: 1` answer on `prompt` + the generated text) with the one the generation gave it
+    (`generation`: a `logprobs: 1` answer on `prompt`). The token is found by its text offset, not by the
+    count of generated tokens, so a list that lacks the generated token (llama-cpp-python without BOS) is
+    read right. SHIFTED when, besides, the top log-prob shown one position early is the generation's own:
+    the values sit one token late."""
+    found = _generated_logprobs(generation)
+    if isinstance(found, str):
+        return EchoCheck(UNKNOWN, why=found)
+    text, first, made, top = found
+    logprobs = _get(echo, "choices.0.logprobs") if echo is not None else None
+    tokens, offsets, values = ((logprobs or {}).get(k) if isinstance(logprobs, dict) else None
+                               for k in ("tokens", "text_offset", "token_logprobs"))
+    if not (isinstance(tokens, list) and isinstance(offsets, list) and isinstance(values, list) and tokens
+            and len(tokens) == len(offsets) == len(values) and all(isinstance(o, int) for o in offsets)):
+        return EchoCheck(UNKNOWN, why="the echo answer has no usable logprobs")
+    shift = _shift_from_first_token(str(tokens[0]), offsets[0], prompt + text)
+    at = next((i for i, o in enumerate(offsets) if o >= len(prompt) + shift), None)
+    if at is None or at == 0 or offsets[at] != len(prompt) + shift or tokens[at] != first:
+        return EchoCheck(UNKNOWN, why=f"the generated token {first!r} is not a token of the echo")
+    if not _finite(values[at]):
+        return EchoCheck(UNKNOWN, why="the echo gave the generated token no log-prob")
+    echoed = float(values[at])
+    if abs(echoed - made) <= CHECK_TOLERANCE + CHECK_RELATIVE * abs(made):
+        return EchoCheck(ALIGNED, made, echoed, first)
+    tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
+    early = tops[at - 1] if isinstance(tops, list) and len(tops) == len(tokens) else None
+    shifted = (isinstance(early, dict) and top is not None and bool(top)
+               and all(k in early and _finite(early[k]) and abs(float(early[k]) - float(v)) <= CHECK_TOLERANCE
+                       for k, v in top.items()))
+    return EchoCheck(SHIFTED if shifted else MISMATCH, made, echoed, first)
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The backend
 
@@ -351,6 +454,15 @@ class OpenAIBackend(BackendBase):
         self.capabilities = Capabilities(loglik=False, completion=False)
         if probe:
             self.fingerprint, self.capabilities, self.dialects = self._run(self._probe())
+
+    def served_warning(self) -> str | None:
+        """Why the model name may not be served (`_model_id`'s note when GET /models does not list it)."""
+        async def ask() -> list[str]:
+            async with self.transport.client() as client:
+                return (await self._model_id(_Batch(client, asyncio.Semaphore(1))))[1]
+
+        notes = self._run(ask())
+        return notes[0] if notes else None
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
@@ -614,7 +726,7 @@ class OpenAIBackend(BackendBase):
         async with self.transport.client() as client:
             batch = _Batch(client, asyncio.Semaphore(1))
             fingerprint, notes = await self._model_id(batch)
-            loglik, completion, note = await self._probe_echo(batch)
+            loglik, completion, note, why_not = await self._probe_echo(batch)
             notes += note
             chat = await self._probe_chat(batch)
             choices = await self._probe_choices(batch) if (completion or chat) else None
@@ -628,7 +740,7 @@ class OpenAIBackend(BackendBase):
                                "OpenAI-compatible server?")
         capabilities = Capabilities(loglik=loglik, completion=completion, chat=chat,
                                     json_schema=json_dialect is not None, choices=choices is not None,
-                                    notes=tuple(notes))
+                                    notes=tuple(notes), loglik_why_not=why_not)
         return fingerprint, capabilities, Dialects(choices, json_dialect)
 
     async def _probe_request(self, batch: _Batch, endpoint: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -656,23 +768,49 @@ class OpenAIBackend(BackendBase):
             return self.model, []
         named = [i for i in ids if i is not None]
         if len(named) == 1:  # a one-model server (llama-cpp-python) answers to any name with that model
-            return named[0], [f"the server serves {named[0]!r} under the name {self.model!r}"]
+            return named[0], [(f"the server lists no model {self.model!r}; it serves its one model "
+                               f"{named[0]!r} under that name")]
         return self.model, [f"the server lists no model {self.model!r} (it lists {ids})"]
 
-    async def _probe_echo(self, batch: _Batch) -> tuple[bool, bool, list[str]]:
-        """(loglik, completion, notes): prompt log-probs work when an echo answer covers the probe prompt."""
+    async def _probe_echo(self, batch: _Batch) -> tuple[bool, bool, list[str], str]:
+        """(loglik, completion, notes, why no log-likelihoods): prompt log-probs work when an echo answer covers
+        the probe prompt and its values agree with the server's own generation (`check_echo`)."""
         body = self.loglik_body(LoglikRequest(PROBE_PROMPT[:6], PROBE_PROMPT[6:]))
         answer = await self._probe_request(batch, "/completions", {k: v for k, v in body.items() if k != "model"})
         if answer is None:
-            return False, False, ["/completions refused: no log-likelihoods, chat generation only"]
+            why = "/completions refused: no log-likelihoods, chat generation only"
+            return False, False, [why], why
+        refused: BackendError | None = None
+        shift = 0
         try:
             echo = parse_echo(answer, PROBE_PROMPT)
             if not echo.offsets or echo.offsets[0] >= len(PROBE_PROMPT) or all(v is None for v in echo.logprobs):
                 raise BackendError("the echoed tokens do not cover the prompt")
             shift = measure_shift(echo, PROBE_PROMPT)
         except BackendError as error:
-            return False, True, [f"no prompt log-probs with echo ({error}): generation modes only"]
-        return True, True, [f"text_offset shift {shift} on the probe prompt"] if shift else []
+            refused = error
+        check = await self._check_echo(batch)
+        if check.verdict in (SHIFTED, MISMATCH):  # the real cause, whatever the structure check said
+            why = check.reason()
+            return False, True, [f"no log-likelihoods: {why}; generation modes only"], why
+        if refused is not None:
+            why = f"no prompt log-probs with echo ({refused})"
+            return False, True, [f"{why}: generation modes only"], why
+        notes = [f"text_offset shift {shift} on the probe prompt"] if shift else []
+        if check.verdict == UNKNOWN:
+            notes.append(f"echoed log-probs not cross-checked against generated ones ({check.why})")
+        return True, True, notes, ""
+
+    async def _check_echo(self, batch: _Batch) -> EchoCheck:
+        """Generate from CHECK_PROMPT with log-probs, echo the prompt and that continuation, compare."""
+        generation = await self._probe_request(batch, "/completions", {
+            "prompt": CHECK_PROMPT, "max_tokens": CHECK_TOKENS, "temperature": 0, "logprobs": 1})
+        found = _generated_logprobs(generation)
+        if isinstance(found, str):
+            return EchoCheck(UNKNOWN, why=found)
+        body = self.loglik_body(LoglikRequest(CHECK_PROMPT, found[0]))
+        echo = await self._probe_request(batch, "/completions", {k: v for k, v in body.items() if k != "model"})
+        return check_echo(generation, echo, CHECK_PROMPT)
 
     async def _probe_chat(self, batch: _Batch) -> bool:
         answer = await self._probe_request(batch, "/chat/completions", {

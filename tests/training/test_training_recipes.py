@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -59,3 +60,48 @@ def test_head_options_are_collected_for_the_adapter() -> None:
     assert resolve("paper", "re", BASE, {}).hyperparameters.head_options == {}
     with pytest.raises(DataError, match="unknown hyper-parameter 'head.'"):
         resolve("paper", "re", BASE, {"head.": "x"})
+
+
+def test_checkpoint_budgets_are_checked_and_do_not_change_the_run() -> None:
+    hp = resolve("paper", "ynat", BASE, {"checkpoint_minutes": "2.5", "checkpoint_steps": "100"}).hyperparameters
+    assert (hp.checkpoint_minutes, hp.checkpoint_steps) == (2.5, 100)
+    assert resolve("paper", "ynat", BASE, {"checkpoint_minutes": None}).hyperparameters.checkpoint_minutes is None
+    with pytest.raises(DataError, match="checkpoint_minutes must be > 0"):
+        resolve("paper", "ynat", BASE, {"checkpoint_minutes": 0})
+    with pytest.raises(DataError, match="checkpoint_steps must be >= 1"):
+        resolve("paper", "ynat", BASE, {"checkpoint_steps": 0})
+
+
+def test_checkpoint_policy_writes_at_epoch_ends_and_on_budgets() -> None:
+    from klue.training.engine import checkpoint_policy
+
+    hp = resolve("paper", "ynat", BASE, {"checkpoint_steps": 7}).hyperparameters
+    policy = checkpoint_policy(hp, steps_per_epoch=10, total_steps=40)
+    assert policy is not None
+    assert (policy.every_seconds, policy.every_steps, policy.at_end) == (600.0, 7, "finished")
+    assert policy.at_steps == {10, 20, 30}  # not 40: after the last step, a "finished" record only
+    kept = resolve("paper", "ynat", BASE, {"keep_checkpoints": True}).hyperparameters
+    assert checkpoint_policy(kept, 10, 40).at_end == "state"  # type: ignore[union-attr]
+    assert checkpoint_policy(resolve("paper", "ynat", BASE, {"save_checkpoints": False}).hyperparameters,
+                             10, 40) is None
+
+
+@pytest.mark.parametrize(("flags", "found"), [
+    ("fpu sse2 avx2 fma", []),  # the AVX2-only AMD EPYC these figures come from
+    ("fpu avx2 avx512f avx512_bf16", ["avx512_bf16"]),
+    ("fpu avx512f avx512_bf16 amx_bf16 amx_tile", ["amx_bf16", "avx512_bf16"]),
+])
+def test_auto_mixed_precision_on_cpu_follows_its_bf16_units(tmp_path: Path, flags: str, found: list[str]) -> None:
+    from klue.training.engine import cpu_bf16_flags, mixed_precision_for
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    assert cpu_bf16_flags(cpuinfo) == found
+    assert mixed_precision_for("auto", cpu=True, cpuinfo=cpuinfo) == ("bf16" if found else "no")
+    assert mixed_precision_for("no", cpu=True, cpuinfo=cpuinfo) == "no"
+    if found:
+        assert mixed_precision_for("bf16", cpu=True, cpuinfo=cpuinfo) == "bf16"
+    else:
+        with pytest.warns(UserWarning, match="without bf16 units"):
+            assert mixed_precision_for("bf16", cpu=True, cpuinfo=cpuinfo) == "bf16"
+    assert cpu_bf16_flags(tmp_path / "absent") == []  # not Linux: no bf16 assumed

@@ -183,7 +183,7 @@ def mlm_command(
     resume: Annotated[bool, typer.Option(help="Continue from out/checkpoints when present.")] = True,
     cpu: Annotated[bool, typer.Option(help="Use the CPU even when a GPU is present.")] = False,
     mixed_precision: Annotated[str, typer.Option(help="no, fp16, bf16, or auto (bf16 on a GPU that supports "
-                                                 "it, fp16 on other GPUs, none on the CPU).")] = "auto",
+                                                 "it, fp16 on other GPUs; on the CPU bf16 only where it has amx_bf16 or avx512_bf16, else none).")] = "auto",
 ) -> None:
     """Masked-LM pretraining with dynamic (and optionally whole-word) masking on accelerate. The output
     loads with AutoModel.from_pretrained and fine-tunes with `klue train --model OUT`. Several GPUs or

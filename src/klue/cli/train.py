@@ -75,7 +75,8 @@ def train_command(
     results.json + predictions.jsonl scored with the official metrics.
 
     Runs on CPU, one GPU, or several through `accelerate launch --num_processes N $(which klue) train ...`;
-    bf16/fp16 are used automatically where the GPU has them (mixed_precision=auto). `--model classic` trains
+    bf16/fp16 are used automatically where the GPU has them, bf16 on a CPU with bf16 units (amx_bf16,
+    avx512_bf16) (mixed_precision=auto). `--model classic` trains
     the task's CPU baseline instead (the same results.json and predictions.jsonl; it takes no overrides).
     """
     from klue import registry

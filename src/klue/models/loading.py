@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
@@ -207,21 +209,36 @@ def _load_weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(weights))
 
 
-def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: ModelCard) -> None:
+def save_finetuned(path: Path, model: nn.Module, tokenizer: Any, card: ModelCard, *, reuse: bool = False) -> None:
     """A directory `klue predict` (and `load_finetuned`) reads back: weights, config, tokenizer, card.
 
-    Written into a temporary sibling and renamed, so a crash never leaves half a model behind."""
+    Written into a temporary sibling and renamed, so a crash never leaves half a model behind. `reuse`: the
+    directory at `path` already holds this model's config and tokenizer (the caller wrote them): they are
+    hard-linked into the new directory, not written again; only the weights and the card are new."""
     from safetensors.torch import save_file
 
     def fill(tmp: Path) -> None:
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt"})
         follow_umask(tmp / WEIGHTS_FILE)
-        cast(Any, model).config.save_pretrained(str(tmp))
-        tokenizer.save_pretrained(str(tmp))
+        if reuse:
+            _link_files(path, tmp, skip={WEIGHTS_FILE, MODEL_CARD})
+        else:
+            cast(Any, model).config.save_pretrained(str(tmp))
+            tokenizer.save_pretrained(str(tmp))
         (tmp / MODEL_CARD).write_text(json.dumps(card.to_json(), ensure_ascii=False, indent=2), encoding="utf-8")
 
     write_dir_atomic(path, fill)
+
+
+def _link_files(source: Path, target: Path, skip: set[str]) -> None:
+    """Hard-link the files of `source` (not its sub-directories: a model directory has none) into `target`."""
+    for item in source.iterdir():
+        if item.is_file() and item.name not in skip:
+            try:
+                os.link(item, target / item.name)
+            except OSError:  # a file system without hard links: the same bytes, by copying
+                shutil.copy2(item, target / item.name)
 
 
 @dataclass

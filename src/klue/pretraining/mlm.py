@@ -318,7 +318,7 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     from klue.pretraining.shards import BlockRange, ShardedBlocks
     from klue.training import checkpoint, state_files
     from klue.training.engine import mixed_precision_for, optimizer_groups
-    from klue.training.loop import LoopSettings, train_steps
+    from klue.training.loop import CheckpointPolicy, LoopSettings, train_steps
 
     out = Path(settings.out)
     tokenizer = load_tokenizer(settings.tokenizer)
@@ -372,8 +372,9 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
                                          "elapsed_s": time.perf_counter() - started})
 
     per_epoch = max(1, len(train_blocks) // settings.batch_size)
-    saves = range(settings.save_every, settings.max_steps, settings.save_every) if settings.save_every else ()
-    loop = LoopSettings(settings.max_steps, per_epoch, settings.log_every, 1.0, frozenset(saves),
+    # Every `save_every` steps and on the time budget, not after the last step: the model is saved then.
+    saves = CheckpointPolicy(every_steps=settings.save_every or None, at_end="none")
+    loop = LoopSettings(settings.max_steps, per_epoch, settings.log_every, 1.0, frozenset(), saves,
                         max_seconds=60 * settings.max_minutes if settings.max_minutes is not None else None,
                         progress=settings.progress, label="mlm", unit="tok/s")
     steps = MaskedLmSteps(model, collator, train_blocks, settings.batch_size, settings.seed, accelerator)

@@ -6,6 +6,8 @@ Layout under the run's output directory:
     checkpoints/step-00000120/   the training state (klue.training.state_files) + klue_state.json
     checkpoints/LATEST           the name of the newest complete checkpoint, replaced atomically
 A checkpoint only becomes LATEST once fully written, so a crash while saving leaves the previous one.
+A finished run may leave only a record instead (`save_finished`: klue_state.json with `finished` true, no
+training state): its final model is kept elsewhere (fine-tuning's best/), so resuming it trains nothing.
 The data position needs no state of its own: the batch order is a pure function of (seed, epoch) and
 the step counter says where in it the run was (klue.training.sampling).
 """
@@ -41,6 +43,13 @@ class TrainState:
     resumed_from: list[int] = field(default_factory=list)  # steps at which earlier sessions stopped
     pending_loss_sum: float = 0.0  # summed loss (all processes) since the last logged point
     pending_items: int = 0  # loss items behind pending_loss_sum
+    finished: bool = False  # a record that training ended, without the training state (`save_finished`)
+    # What the run's bookkeeping cost, over all sessions up to the last checkpoint (and this session's):
+    eval_time_s: float = 0.0  # evaluations on the selection set
+    checkpoints_written: int = 0  # full resume states
+    checkpoint_time_s: float = 0.0
+    best_written: int = 0  # best/ model directories
+    best_time_s: float = 0.0
 
 
 def fingerprint(obj: Any) -> str:
@@ -70,13 +79,35 @@ def checkpoint_dir(out_dir: Path, step: int) -> Path:
 
 def save(accelerator: Any, out_dir: Path, state: TrainState, parts: state_files.TrainingParts) -> Path:
     """Every process calls this (each writes its own RNG state)."""
-    path = checkpoint_dir(out_dir, state.step)
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process and path.exists():
-        shutil.rmtree(path)
-    accelerator.wait_for_everyone()
+    path = _fresh_dir(accelerator, out_dir, state.step)
     state_files.save(path, parts, accelerator.process_index, accelerator.is_main_process)
     accelerator.wait_for_everyone()
+    _commit(accelerator, out_dir, path, state)
+    return path
+
+
+def save_finished(accelerator: Any, out_dir: Path, state: TrainState) -> Path:
+    """A record that training finished at `state.step`, without the training state (every process calls
+    this): resuming from it trains nothing. It replaces the full checkpoints, which are of no more use."""
+    path = _fresh_dir(accelerator, out_dir, state.step)
+    state.finished = True
+    _commit(accelerator, out_dir, path, state)
+    return path
+
+
+def _fresh_dir(accelerator: Any, out_dir: Path, step: int) -> Path:
+    path = checkpoint_dir(out_dir, step)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+    accelerator.wait_for_everyone()
+    return path
+
+
+def _commit(accelerator: Any, out_dir: Path, path: Path, state: TrainState) -> None:
+    """Make the checkpoint at `path` (fully written) the latest, and remove the older ones."""
     if accelerator.is_main_process:
         write_text_atomic(path / STATE_FILE, json.dumps(asdict(state), indent=1))
         write_text_atomic(out_dir / CHECKPOINTS / LATEST, path.name)
@@ -84,7 +115,6 @@ def save(accelerator: Any, out_dir: Path, state: TrainState, parts: state_files.
             if old.is_dir() and old.name != path.name:
                 shutil.rmtree(old, ignore_errors=True)
     accelerator.wait_for_everyone()
-    return path
 
 
 def load(accelerator: Any, path: Path, expected_fingerprint: str, parts: state_files.TrainingParts,
@@ -95,7 +125,8 @@ def load(accelerator: Any, path: Path, expected_fingerprint: str, parts: state_f
     if state.fingerprint != expected_fingerprint:
         raise DataError(f"{path} is a checkpoint of a different run (model, data, recipe or seed differ); use "
                         f"{start_over} to start this one over", path)
-    state_files.load(path, parts, accelerator.process_index, accelerator.device)
+    if not state.finished:  # a finished record has no training state: nothing is left to train
+        state_files.load(path, parts, accelerator.process_index, accelerator.device)
     return state
 
 

@@ -7,14 +7,19 @@ fp32/bf16/fp16.
   over all processes); the loss is a global mean over the loss items of the global batch, known on every
   process without communication (sampling.py).
 - Evaluation `evals_per_epoch` times per epoch (or every `eval_steps`) and at the end; the best model by
-  the selection metric (higher or lower is better, as its spec says) goes to `<out>/best`; resumable
-  checkpoints at each evaluation.
+  the selection metric (higher or lower is better, as its spec says) goes to `<out>/best` (weights, config,
+  tokenizer and card; no optimizer state), once per improvement.
+- The resume state (model, optimizer, RNG: checkpoint.py) is written on a time budget (`checkpoint_minutes`),
+  every `checkpoint_steps` steps when set, and at each epoch end, not at each evaluation: on a 118M-parameter
+  encoder it is 1.4 GB. After the last step a small "finished" record is enough, as best/ holds the model
+  the run reports (`keep_checkpoints`: the full state instead, kept).
 """
 
 from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +34,7 @@ from klue.models.features import Feature, FeaturizeContext
 from klue.models.loading import ModelCard, save_finetuned
 from klue.results import CurvePoint
 from klue.training import checkpoint, state_files, tracking
-from klue.training.loop import LoopSettings, StepHook, StepPlan, train_steps
+from klue.training.loop import CheckpointPolicy, LoopSettings, StepHook, StepPlan, train_steps
 from klue.training.recipes import Hyperparameters
 from klue.training.sampling import epoch_batches, eval_batches, split_global_batch
 
@@ -51,12 +56,38 @@ def improves(score: float, best: float | None, spec: MetricSpec) -> bool:
     return score > best if spec.higher_is_better else score < best
 
 
-def mixed_precision_for(requested: str, cpu: bool) -> str:
-    """`auto`: bf16 where the GPU supports it, fp16 on other GPUs, none on CPU."""
+# CPU flags of bf16 matrix-multiply units (Intel AMX, AVX-512 BF16; AMD Zen 4 has the latter). Without them
+# torch emulates bf16 and a step is slower, not faster: 5.1x the CPU time of fp32 on the real encoder (YNAT)
+# on an AVX2-only AMD EPYC (benchmarks/RESULTS.md, "Fine-tuning on real weights: the checkpoint tax and bf16").
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_bf16_flags(cpuinfo: Path = CPUINFO) -> list[str]:
+    """Which of `BF16_CPU_FLAGS` the CPU declares (its first `flags` line); none where the file is absent
+    (not Linux: no bf16 is assumed, so `auto` keeps fp32, the safe side)."""
+    if not cpuinfo.is_file():
+        return []
+    for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            flags = set(value.split())
+            return [flag for flag in BF16_CPU_FLAGS if flag in flags]
+    return []
+
+
+def mixed_precision_for(requested: str, cpu: bool, cpuinfo: Path = CPUINFO) -> str:
+    """`auto`: bf16 where the GPU supports it, fp16 on other GPUs; on CPU, bf16 where the CPU has bf16 units
+    (`cpu_bf16_flags`), else none. bf16 asked for on a CPU without them is done, with a warning."""
+    on_cpu = cpu or not torch.cuda.is_available()
+    if requested == "bf16" and on_cpu and not cpu_bf16_flags(cpuinfo):
+        warnings.warn("mixed_precision=bf16 on a CPU without bf16 units (no amx_bf16 or avx512_bf16 flag): "
+                      "torch emulates bf16 here, and a training step is several times slower than in fp32 "
+                      "(mixed_precision=auto or no avoids it)", stacklevel=2)
     if requested != "auto":
         return requested
-    if cpu or not torch.cuda.is_available():
-        return "no"
+    if on_cpu:
+        return "bf16" if cpu_bf16_flags(cpuinfo) else "no"
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
@@ -68,6 +99,16 @@ def make_accelerator(hp: Hyperparameters, out_dir: Path | None = None) -> Any:
     return Accelerator(cpu=hp.cpu, mixed_precision=mixed_precision_for(hp.mixed_precision, hp.cpu),
                        log_with=trackers or None,
                        project_dir=str(tracking.tracking_dir(out_dir)) if trackers and out_dir else None)
+
+
+def checkpoint_policy(hp: Hyperparameters, steps_per_epoch: int, total_steps: int) -> CheckpointPolicy | None:
+    """When fine-tuning writes its resume state (see the module docstring); None without `save_checkpoints`."""
+    if not hp.save_checkpoints:
+        return None
+    return CheckpointPolicy(
+        every_seconds=60 * hp.checkpoint_minutes if hp.checkpoint_minutes is not None else None,
+        every_steps=hp.checkpoint_steps, at_steps=frozenset(range(steps_per_epoch, total_steps, steps_per_epoch)),
+        at_end="state" if hp.keep_checkpoints else "finished")
 
 
 def optimizer_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -146,6 +187,7 @@ class Engine:
         self.ctx = ctx
         self.hp = hp
         self.eval_examples_per_s: float | None = None
+        self.best_written_here = False  # whether this session wrote best/: later writes reuse its other files
 
     # Inference ---------------------------------------------------------------------------------------
     def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -219,14 +261,17 @@ class Engine:
                          "train/examples_per_s": point.examples_per_s, "train/epoch": point.epoch}, step=point.step)
 
         def evaluate(state: checkpoint.TrainState) -> None:
+            start = time.perf_counter()
             self._evaluate_and_keep(state, selection_records, selection, mode, selection_metric, steps_per_epoch,
                                     out_dir, card)
+            state.eval_time_s += time.perf_counter() - start
             if tracked and state.learning_curve[-1].selection:
                 acc.log({f"selection/{k}": v for k, v in state.learning_curve[-1].selection.items()},
                         step=state.step)
 
         settings = LoopSettings(total_steps, steps_per_epoch, hp.logging_steps, hp.max_grad_norm or 0.0,
-                                frozenset(points), hp.save_checkpoints, progress=hp.progress)
+                                frozenset(points), checkpoint_policy(hp, steps_per_epoch, total_steps),
+                                progress=hp.progress)
         objective = _FineTuning(self, train, seed, [len(f) for f in train] if hp.group_by_length else None)
         try:
             train_steps(acc, parts, objective, settings, state, out_dir, on_log=log, on_point=evaluate,
@@ -251,7 +296,14 @@ class Engine:
         if improves(score, state.best_score, metric):
             state.best_score, state.best_step = score, state.step
             acc = self.accelerator
+            start = time.perf_counter()
             if acc.is_main_process:
+                # The config and tokenizer do not change during a run: once this session has written them,
+                # the next best/ links them instead of writing them again (a best/ of an earlier session,
+                # or of another run in this directory, is not trusted to hold them).
                 save_finetuned(out_dir / BEST_DIR, acc.unwrap_model(self.model), self.ctx.tokenizer,
-                               card.at_step(state.step, metric.name, score))
+                               card.at_step(state.step, metric.name, score), reuse=self.best_written_here)
             acc.wait_for_everyone()
+            self.best_written_here = True
+            state.best_written += 1
+            state.best_time_s += time.perf_counter() - start

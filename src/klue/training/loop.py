@@ -11,11 +11,13 @@ loop does the rest, the same way for both:
 - the loss is read back from the device only every `logging_steps` steps (no per-step host sync): the mean
   over the loss items since the last logged point, summed over processes; each logged point goes into the
   state's learning curve and to `on_log`;
-- after each step in `checkpoint_steps`, `on_point` runs (fine-tuning evaluates there) and a resumable
-  checkpoint is saved (checkpoint.py); it holds the loss not logged yet, so a resumed run logs what an
-  uninterrupted one does;
+- after each step in `point_steps`, `on_point` runs (fine-tuning evaluates there);
+- then the resume state is saved (checkpoint.py) when the `CheckpointPolicy` says so: on a time budget, every
+  N steps, at given steps (epoch ends); after the last step the full state, a small "finished" record, or
+  nothing. A checkpoint holds the loss not logged yet, so a resumed run logs what an uninterrupted one does;
 - a time budget (`max_seconds`) stops the loop early with a checkpoint, so the run resumes.
-The data position needs no state of its own: a step's batch is a pure function of the step (and the seed).
+The data position needs no state of its own: a step's batch is a pure function of the step (and the seed),
+so a checkpoint may fall after any step: a resumed run computes what an uninterrupted one does, bit for bit.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
@@ -54,14 +56,32 @@ class Objective(Protocol):
         ...
 
 
+AtEnd = Literal["state", "finished", "none"]
+
+
+@dataclass(frozen=True)
+class CheckpointPolicy:
+    """When the resume state is written. Before the last step: after a step of `at_steps`, every
+    `every_steps` steps, or when `every_seconds` have passed since the last write (or the session's start);
+    the time is read after every step on one process, and under several only after steps that synchronise
+    anyway (logged ones and `point_steps`), where the processes agree on it. After the last step: the full
+    state (`state`), a small record that the run finished (`finished`: its final model is the caller's to
+    keep), or nothing."""
+
+    every_seconds: float | None = None
+    every_steps: int | None = None
+    at_steps: frozenset[int] = frozenset()
+    at_end: AtEnd = "none"
+
+
 @dataclass(frozen=True)
 class LoopSettings:
     total_steps: int
     steps_per_epoch: int  # for the epoch figure of the learning curve
     logging_steps: int
     max_grad_norm: float  # 0: no clipping
-    checkpoint_steps: frozenset[int]  # after these steps: `on_point`, then a checkpoint (not after the last)
-    save_checkpoints: bool = True
+    point_steps: frozenset[int]  # after these steps: `on_point`
+    checkpoints: CheckpointPolicy | None = None  # None: no checkpoint, not even on the time budget
     max_seconds: float | None = None  # stop after this much time in this session, with a checkpoint
     progress: bool = True  # a progress bar (on the main process)
     label: str = "train"  # the progress bar's
@@ -69,7 +89,7 @@ class LoopSettings:
 
 
 LogHook = Callable[[CurvePoint], None]  # called with each logged loss point (every process)
-PointHook = Callable[[checkpoint.TrainState], None]  # called after each step of `checkpoint_steps`
+PointHook = Callable[[checkpoint.TrainState], None]  # called after each step of `point_steps`
 StepHook = Callable[[int], None]  # called with the optimizer step number after each step (tests: crash)
 
 
@@ -88,10 +108,36 @@ def train_steps(accelerator: Any, parts: state_files.TrainingParts, objective: O
     running_loss = torch.full((), state.pending_loss_sum if acc.is_main_process else 0.0, device=acc.device)
     running_items = state.pending_items
 
+    policy = settings.checkpoints
+    last_save = time.perf_counter()
+
     def save() -> None:
+        nonlocal last_save
         state.pending_loss_sum = float(acc.reduce(running_loss.clone(), reduction="sum").item())
         state.pending_items = running_items
+        start = time.perf_counter()
+        state.checkpoints_written += 1  # counted before the write, so the checkpoint counts itself
         checkpoint.save(acc, out_dir, state, parts)
+        last_save = time.perf_counter()
+        state.checkpoint_time_s += last_save - start
+
+    def time_is_up(synchronised: bool) -> bool:
+        """Whether the time budget since the last write has run out, as every process agrees."""
+        if policy is None or policy.every_seconds is None or (n_proc > 1 and not synchronised):
+            return False
+        up = time.perf_counter() - last_save >= policy.every_seconds
+        if n_proc == 1:
+            return up
+        return bool(acc.reduce(torch.tensor(float(up), device=acc.device), reduction="sum").item() > 0)
+
+    def checkpoint_due(logged: bool) -> bool:
+        if policy is None:
+            return False
+        if state.step >= total:
+            return policy.at_end == "state"
+        return (state.step in policy.at_steps
+                or (policy.every_steps is not None and state.step % policy.every_steps == 0)
+                or time_is_up(logged or state.step in settings.point_steps))
 
     started = time.perf_counter()
     window_start, window_examples = started, 0
@@ -99,7 +145,8 @@ def train_steps(accelerator: Any, parts: state_files.TrainingParts, objective: O
     try:
         while state.step < total:
             if settings.max_seconds is not None and time.perf_counter() - started > settings.max_seconds:
-                save()  # stopped by the time budget: resumable
+                if policy is not None:
+                    save()  # stopped by the time budget: resumable
                 break
             step_start = time.perf_counter()
             plan = objective.plan(state.step)
@@ -123,7 +170,8 @@ def train_steps(accelerator: Any, parts: state_files.TrainingParts, objective: O
             window_examples += plan.examples
             state.train_time_s += time.perf_counter() - step_start
 
-            if state.step % settings.logging_steps == 0 or state.step == total:
+            logged = state.step % settings.logging_steps == 0 or state.step == total
+            if logged:
                 loss_value = float(acc.reduce(running_loss, reduction="sum").item()) / max(running_items, 1)
                 speed = window_examples / max(time.perf_counter() - window_start, 1e-9)
                 point = CurvePoint(state.step, state.step / settings.steps_per_epoch, loss_value,
@@ -138,12 +186,18 @@ def train_steps(accelerator: Any, parts: state_files.TrainingParts, objective: O
             else:
                 progress.update(state.step)
 
-            if state.step in settings.checkpoint_steps:
-                if on_point is not None:
-                    progress.update(label="eval")
-                    on_point(state)
-                if settings.save_checkpoints and state.step < total:
-                    save()
+            paused = False
+            if state.step in settings.point_steps and on_point is not None:
+                progress.update(label="eval")
+                on_point(state)
+                paused = True
+            if checkpoint_due(logged):
+                progress.update(label="save")
+                save()
+                paused = True
+            elif state.step == total and policy is not None and policy.at_end == "finished":
+                checkpoint.save_finished(acc, out_dir, state)
+            if paused:  # the throughput counts training time only
                 progress.update(label=settings.label)
                 window_start, window_examples = time.perf_counter(), 0
             if on_step is not None:

@@ -50,12 +50,18 @@ class Hyperparameters:
     # uniformly shuffled order (sampling.py). Changes the data order, not the data.
     group_by_length: bool = True
     adamw_impl: str = "auto"  # auto (fused where torch has the kernel: CPU, CUDA), fused, foreach, for_loop
-    mixed_precision: str = "auto"  # auto (bf16 / fp16 on a GPU that has it, else none), no, fp16, bf16
+    mixed_precision: str = "auto"  # auto (bf16 / fp16 on a GPU that has it, bf16 on a CPU with bf16 units
+    # (amx_bf16 or avx512_bf16), else none), no, fp16, bf16
     cpu: bool = False  # force CPU even when a GPU is present
     pad_to_multiple_of: int | None = None  # e.g. 8 for tensor cores
     dropout: float | None = None  # head dropout; None: the encoder config's
-    save_checkpoints: bool = True  # resumable checkpoints at each evaluation
-    keep_checkpoints: bool = False  # keep the last resumable checkpoint after a finished run
+    # Resumable checkpoints (docs/training.md, "Checkpoints and resume"): the resume state (model, optimizer,
+    # RNG) is written when `checkpoint_minutes` have passed since the last write, every `checkpoint_steps`
+    # steps when set, and at each epoch end; a finished run leaves a small record (the final model is best/).
+    save_checkpoints: bool = True
+    checkpoint_minutes: float | None = 10.0  # None: no time budget
+    checkpoint_steps: int | None = None
+    keep_checkpoints: bool = False  # write the full resume state after the last step too, and keep it
     resume: bool = True  # continue from the output directory's checkpoint when there is one
     deterministic: bool = False  # torch.use_deterministic_algorithms (slower on GPU)
     size: str | None = None  # "base" / "large" recipe block; None: from the model config
@@ -72,6 +78,10 @@ class Hyperparameters:
     def overlap(self) -> int:
         return self.window_overlap if self.window_overlap is not None else self.max_len // 4
 
+
+# Settings of how a run is carried out, not of what it computes: a run resumes under other values of these.
+HOW_TO_RUN = frozenset({"resume", "progress", "report_to", "save_checkpoints", "checkpoint_minutes",
+                        "checkpoint_steps", "keep_checkpoints"})
 
 _FIELDS = {f.name: f for f in fields(Hyperparameters) if f.name != "head_options"}
 HEAD_OPTION_PREFIX = "head."
@@ -189,6 +199,10 @@ def check(hp: Hyperparameters) -> None:
         problems.append("window_overlap must be in [0, max_len / 2]")
     if hp.adamw_impl not in ADAMW_IMPLS:
         problems.append(f"adamw_impl {hp.adamw_impl!r}: {', '.join(ADAMW_IMPLS)}")
+    if hp.checkpoint_minutes is not None and hp.checkpoint_minutes <= 0:
+        problems.append("checkpoint_minutes must be > 0 (or null: no time budget)")
+    if hp.checkpoint_steps is not None and hp.checkpoint_steps < 1:
+        problems.append("checkpoint_steps must be >= 1 (or null)")
     if hp.mixed_precision not in ("auto", "no", "fp16", "bf16"):
         problems.append(f"mixed_precision {hp.mixed_precision!r}: auto, no, fp16 or bf16")
     if problems:

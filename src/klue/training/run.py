@@ -114,7 +114,7 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
                      protocol_data.protocol)
     run_fingerprint = checkpoint.fingerprint({
         "task": task.name, "model": model, "protocol": protocol_data.protocol, "seed": seed, "mode": mode,
-        "hyperparameters": {k: v for k, v in hp.to_json().items() if k not in ("resume", "progress", "report_to")},
+        "hyperparameters": {k: v for k, v in hp.to_json().items() if k not in recipes.HOW_TO_RUN},
         "sources": [asdict(s) for s in protocol_data.sources], "n_train": len(protocol_data.train),
         "num_processes": accelerator.num_processes})
 
@@ -141,7 +141,9 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
         use_token_type_ids=ctx.use_token_type_ids, added_tokens=added_tokens,
         n_train_features=len(train_features), n_eval_features=len(eval_features),
         truncated_train_features=truncated_train, resumed_from_steps=list(state.resumed_from),
-        overrides=dict(resolved.overrides))
+        overrides=dict(resolved.overrides), eval_time_s=state.eval_time_s,
+        checkpoints_written=state.checkpoints_written, checkpoint_time_s=state.checkpoint_time_s,
+        best_written=state.best_written, best_time_s=state.best_time_s)
     producer = ProducerReport(
         model=model, model_family=ENCODER, seed=seed, started=wall_start, recipe=resolved.name,
         hyperparameters=hp.to_json(), training=training, learning_curve=list(state.learning_curve),

@@ -16,7 +16,8 @@ initial head, with the same hyper-parameters, and their predictions are scored b
 
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_parity_trainer.py --task ynat --check exact \\
         --n-train 960 --n-eval 500 --seeds 1 --json ynat-exact.json
-    ... --task ynat --check seeds --n-train 1000 --n-eval 500 --seeds 1,2,3
+    ... --task ynat --check seeds --n-train 3000 --n-eval 500 --seeds 1 --json s1.json   (one process per seed)
+    ... --summarise s1.json s2.json s3.json
 
 `--check exact`: every dropout off (a copy of the model directory whose config sets the encoder's dropout
 to 0; klue's head reads the same), so the two runs compute the same function of the same data: per-step
@@ -81,7 +82,7 @@ class SideResult:
     seed: int
     step_losses: list[float]
     scores: dict[str, float]
-    labels: list[str]  # one predicted label (or tag string) per eval record: compared between sides
+    labels: list[str] | None  # one predicted label (or tag string) per eval record: compared between sides
     wall_s_per_step: float
     cpu_s_per_step: float
 
@@ -315,8 +316,10 @@ def summary_of(task: Task[Any, Any], rows: list[SideResult], check: str) -> dict
         pairs.append({"seed": k.seed, "steps": [len(k.step_losses), len(t.step_losses)],
                       "max_abs_loss_diff": max(diffs), "first_loss": [k.step_losses[0], t.step_losses[0]],
                       "last_loss": [k.step_losses[-1], t.step_losses[-1]],
-                      "differing_predictions": sum(a != b for a, b in zip(k.labels, t.labels)),
-                      "scores_klue": k.scores, "scores_trainer": t.scores})
+                      "differing_predictions": (sum(a != b for a, b in zip(k.labels, t.labels))
+                                                if k.labels and t.labels else None),
+                      "cpu_ratio": k.cpu_s_per_step / t.cpu_s_per_step, "scores_klue": k.scores,
+                      "scores_trainer": t.scores})
     out["pairs"] = pairs
     if check == "seeds" and len(rows) > 2:
         gap = out["klue"]["mean"] - out["trainer"]["mean"]
@@ -342,7 +345,15 @@ def main() -> None:
     parser.add_argument("--data-dir")
     parser.add_argument("--extra-data-dir")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--summarise", type=Path, nargs="+", metavar="JSON",
+                        help="only print the summary over the runs of these --json files (seeds run apart)")
     args = parser.parse_args()
+    if args.summarise:
+        files = [json.loads(path.read_text(encoding="utf-8")) for path in args.summarise]
+        runs = [SideResult(**run) for f in files for run in f["runs"]]
+        print(json.dumps(summary_of(registry.get(files[0]["setup"]["task"]), runs, files[0]["setup"]["check"]),
+                         indent=1))
+        return
     torch.set_num_threads(args.threads)
     task = registry.get(args.task)
     protocol = args.protocol or task.default_local_protocol
@@ -372,7 +383,7 @@ def main() -> None:
                   "threads": args.threads, "hyperparameters": hp.to_json(), "torch": torch.__version__,
                   "load_average": os.getloadavg(), "wall_s": time.perf_counter() - started[0],
                   "cpu_s": time.process_time() - started[1]},
-        "runs": [vars(r) | {"labels": None} for r in rows],
+        "runs": [vars(r) for r in rows],
     }
     if set(sides) == {"klue", "trainer"}:
         summary["summary"] = summary_of(task, rows, args.check)

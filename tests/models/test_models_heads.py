@@ -67,6 +67,53 @@ def test_sequence_and_token_heads_return_summed_losses(tiny: Path) -> None:
         build_head(loaded.encoder, HeadSpec("biaffine", ()))
 
 
+def test_sequence_head_trains_as_the_families_own_transformers_head(tiny: Path) -> None:
+    """With dropout on (training mode) and the same weights and RNG, the classification head gives the logits
+    of the encoder family's transformers head: BertForSequenceClassification (one dropout, after the pooler)
+    for BERT, RobertaForSequenceClassification (dropout on [CLS] and after the dense layer) for RoBERTa."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    loaded = load_encoder(tiny)
+    model = build_head(loaded.encoder, HeadSpec("sequence_classification", ("a", "b", "c"), 0.3)).train()
+    family = loaded.config.model_type
+    config = AutoConfig.from_pretrained(tiny, num_labels=3, classifier_dropout=0.3)
+    reference = AutoModelForSequenceClassification.from_config(config).train()
+    head_names = ({"dense": "bert.pooler.dense", "out": "classifier"} if family == "bert"
+                  else {"dense": "classifier.dense", "out": "classifier.out_proj"})
+    state = {}
+    for name, value in model.state_dict().items():
+        first, _, rest = name.partition(".")
+        state[f"{family}.{rest}" if first == "encoder" else f"{head_names[first]}.{rest}"] = value
+    reference.load_state_dict(state, strict=True)
+    encoded = loaded.tokenizer(TEXTS[:3], padding=True, return_tensors="pt")
+    inputs = {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+    torch.manual_seed(5)
+    ours = model(**inputs).logits
+    torch.manual_seed(5)
+    theirs = reference(**inputs).logits
+    torch.testing.assert_close(ours, theirs)
+    torch.manual_seed(6)
+    assert not torch.allclose(model(**inputs).logits, ours)  # dropout was on
+
+
+def test_mean_pooling_ignores_padding(tiny: Path) -> None:
+    loaded = load_encoder(tiny)
+    model = build_head(loaded.encoder, HeadSpec("sequence_classification", ("a", "b"), 0.0,
+                                                {"pooling": "mean"})).eval()
+    padded = loaded.tokenizer([TEXTS[2], TEXTS[0]], padding=True, return_tensors="pt")
+    alone = loaded.tokenizer([TEXTS[2]], return_tensors="pt")
+    assert padded["attention_mask"][0].sum() < padded["attention_mask"].shape[1]  # the first row is padded
+    with torch.no_grad():
+        batch = model(padded["input_ids"], padded["attention_mask"]).logits[0]
+        single = model(alone["input_ids"], alone["attention_mask"]).logits[0]
+        states = model.encode(alone["input_ids"], alone["attention_mask"], None)
+        by_hand = model.out(torch.tanh(model.dense(states[0].mean(0))))
+    torch.testing.assert_close(batch, single, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(single, by_hand)
+    with pytest.raises(ValueError, match="unknown pooling"):
+        build_head(loaded.encoder, HeadSpec("sequence_classification", ("a", "b"), 0.0, {"pooling": "max"}))
+
+
 def test_saved_model_loads_back_identically(tiny: Path, tmp_path: Path) -> None:
     loaded = load_encoder(tiny)
     spec = HeadSpec("sequence_classification", ("x", "y"), 0.0)

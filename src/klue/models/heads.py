@@ -5,9 +5,14 @@ A head model takes the encoder's usual inputs plus optional `labels` and returns
 for token heads). The training engine divides by the number of items in the whole global batch, so
 one process, several processes and gradient accumulation all optimise the same mean loss.
 
-Sequence heads read the first token ([CLS] / <s>) and pass it through dense + tanh + linear, the
-RoBERTa-style head: it works for every encoder, including those without a pooler, so the encoder is
-built without one (an unused pooler would also break DDP's gradient reduction).
+Sequence heads read the first token ([CLS] / <s>) and pass it through dense + tanh + linear: it works for
+every encoder, including those without a pooler, so the encoder is built without one (an unused pooler
+would also break DDP's gradient reduction). Dropout is placed as the encoder family's own head in
+transformers places it, the heads the official KLUE baseline fine-tuned (AutoModelForSequenceClassification):
+BERT-type encoders drop out once, on the pooled (dense + tanh) vector (BertForSequenceClassification);
+the others also drop out on the first token before the dense layer (RobertaClassificationHead).
+`head.pooling=mean` (opt-in) reads the mean of the encoder states over the attention mask instead of the
+first token, the pooling sentence-embedding encoders (E5, SBERT) are trained with.
 """
 
 from __future__ import annotations
@@ -88,11 +93,28 @@ class EncoderWithHead(nn.Module):
         return self.encoder(**inputs).last_hidden_state
 
 
+# Encoder families whose transformers head pools [CLS] with dense + tanh and drops out once, after pooling
+# (BertPooler + BertForSequenceClassification); every other family gets RoBERTa's two dropouts.
+POOLED_DROPOUT_ONLY = frozenset({"bert"})
+SEQUENCE_POOLINGS = ("cls", "mean")
+
+
+def masked_mean(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `hidden` (batch, length, width) over the positions the mask keeps."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+
 class SequenceHead(EncoderWithHead):
-    """Classification (cross-entropy) or regression (squared error) over the first token."""
+    """Classification (cross-entropy) or regression (squared error) over the first token (or the mean of
+    the tokens, `options["pooling"] == "mean"`)."""
 
     def __init__(self, encoder: nn.Module, spec: HeadSpec) -> None:
         super().__init__(encoder, spec)
+        self.pooling = str(spec.options.get("pooling", "cls"))
+        if self.pooling not in SEQUENCE_POOLINGS:
+            raise ValueError(f"unknown pooling {self.pooling!r}; expected one of {', '.join(SEQUENCE_POOLINGS)}")
+        self.dropout_before_dense = self.config.model_type not in POOLED_DROPOUT_ONLY
         p = head_dropout(self.config, spec)
         self.dropout = nn.Dropout(p)
         self.dense = nn.Linear(self.hidden_size, self.hidden_size)
@@ -104,9 +126,11 @@ class SequenceHead(EncoderWithHead):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> HeadOutput:
-        first = self.encode(input_ids, attention_mask, token_type_ids)[:, 0]
-        hidden = torch.tanh(self.dense(self.dropout(first)))
-        logits = self.out(self.dropout(hidden))
+        states = self.encode(input_ids, attention_mask, token_type_ids)
+        pooled = masked_mean(states, attention_mask) if self.pooling == "mean" else states[:, 0]
+        if self.dropout_before_dense:
+            pooled = self.dropout(pooled)
+        logits = self.out(self.dropout(torch.tanh(self.dense(pooled))))
         loss = None
         if labels is not None:
             if self.spec.kind == "sequence_regression":

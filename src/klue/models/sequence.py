@@ -13,7 +13,7 @@ import numpy as np
 
 from klue.models.adapter import Adapter, TaskView, check_head_options
 from klue.models.features import Feature, FeaturizeContext
-from klue.models.heads import IGNORE_INDEX, HeadSpec
+from klue.models.heads import IGNORE_INDEX, SEQUENCE_POOLINGS, HeadSpec
 
 
 class SequenceAdapter(Adapter):
@@ -32,10 +32,10 @@ class SequenceAdapter(Adapter):
         self.label_index = {label: i for i, label in enumerate(task.labels)}
 
     def head_spec(self, dropout: float | None, options: Mapping[str, Any]) -> HeadSpec:
-        check_head_options(self.task.name, options, {})
+        chosen = check_head_options(self.task.name, options, {"pooling": SEQUENCE_POOLINGS})
         if self.regression:
-            return HeadSpec("sequence_regression", ("score",), dropout)
-        return HeadSpec("sequence_classification", tuple(self.task.labels), dropout)
+            return HeadSpec("sequence_regression", ("score",), dropout, chosen)
+        return HeadSpec("sequence_classification", tuple(self.task.labels), dropout, chosen)
 
     def _label(self, record: Any) -> int | float:
         if not self.has_gold(record):

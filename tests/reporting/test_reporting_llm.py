@@ -191,3 +191,14 @@ def test_intervals_of_a_generated_re_row_cover_its_micro_f1(tmp_path: Path) -> N
     # the two task scores count different metrics: never tested against each other
     assert id(rows["gen"]) not in intervals.row_tests and id(rows["loglik"]) not in intervals.row_tests
     assert ("gen", "official") in intervals.klue_scores  # the partial score's interval counts RE too
+
+
+def test_a_probe_finding_the_run_notes_already_quote_is_said_once() -> None:
+    from klue.reporting.llm_runs import notes_text
+
+    why = "the server's echoed prompt log-probs are shifted by one token"
+    run = summary("generate", notes=[f"{why}: generate-and-parse instead of log-likelihood"])
+    run.capabilities["notes"] = [f"no log-likelihoods: {why}; generation modes only", "the server lists no model 'x'"]
+    text = notes_text([(None, run)])  # type: ignore[list-item]
+    assert text.count(why) == 1 and "backend: the server lists no model 'x'" in text
+

@@ -165,7 +165,14 @@ def notes_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
     server serves under the name asked, which constraints it takes): the reasons behind the other columns."""
     notes = _distinct(note for _, s in runs for note in s.notes)
     probe = _distinct(str(note) for _, s in runs for note in s.capabilities.get("notes") or ())
+    # A probe finding a run note already quotes (why generation replaced log-likelihood) is said once.
+    probe = [note for note in probe if not any(_probe_reason(note) in run_note for run_note in notes)]
     return "; ".join([*notes, *(f"backend: {note}" for note in probe)]) or "—"
+
+
+def _probe_reason(note: str) -> str:
+    """The reason inside a probe note, without the wrapper the backend puts around it."""
+    return note.removeprefix("no log-likelihoods: ").removesuffix("; generation modes only")
 
 
 _COLUMNS: tuple[Callable[[Sequence[tuple[Results, LlmSummary]]], str], ...] = (

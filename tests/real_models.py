@@ -4,6 +4,7 @@ machine cannot provide it (.ci/run provides it)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -13,13 +14,32 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 REAL_MODELS = REPO_ROOT.parent / "shared" / "tools" / "real_models.py"
 
 
-def me5_directory() -> tuple[Path | None, str]:
-    """(the directory, "") or (None, why not)."""
+@functools.cache
+def _real_model_paths() -> tuple[dict[str, str] | None, str]:
+    """What real_models.py prints (run once per process: it checks hashes of files it has cached), or None
+    with the reason."""
     if not REAL_MODELS.is_file():
         return None, f"{REAL_MODELS} is absent: no real model on this machine"
     done = subprocess.run([sys.executable, str(REAL_MODELS)], capture_output=True, text=True, timeout=900,
                           check=False)
     if done.returncode != 0:
         return None, f"real_models.py failed: {done.stderr.strip()[-300:]}"
-    path = Path(json.loads(done.stdout)["me5_small"])
+    return json.loads(done.stdout), ""
+
+
+def me5_directory() -> tuple[Path | None, str]:
+    """(the directory, "") or (None, why not)."""
+    paths, why = _real_model_paths()
+    if paths is None:
+        return None, why
+    path = Path(paths["me5_small"])
     return (path, "") if (path / "config.json").is_file() else (None, f"{path} holds no model")
+
+
+def smollm2_gguf() -> tuple[Path | None, str]:
+    """(SmolLM2-135M-Instruct's GGUF file, "") or (None, why not)."""
+    paths, why = _real_model_paths()
+    if paths is None:
+        return None, why
+    path = Path(paths.get("smollm2_gguf") or "")
+    return (path, "") if path.is_file() else (None, f"real_models.py gave no SmolLM2 GGUF ({path})")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
@@ -19,25 +17,12 @@ import pytest
 
 from klue import registry
 from klue.llm.run import LlmSettings, run
-
-REAL_MODELS = Path(__file__).resolve().parents[2].parent / "shared" / "tools" / "real_models.py"
-
-
-def _smollm2() -> tuple[Path | None, str]:
-    """(the GGUF file, "") or (None, why not)."""
-    if not REAL_MODELS.is_file():
-        return None, f"{REAL_MODELS} is absent: no real model on this machine"
-    done = subprocess.run([sys.executable, str(REAL_MODELS)], capture_output=True, text=True, timeout=900,
-                          check=False)
-    if done.returncode != 0:
-        return None, f"real_models.py failed: {done.stderr.strip()[-300:]}"
-    path = Path(json.loads(done.stdout).get("smollm2_gguf") or "")
-    return (path, "") if path.is_file() else (None, f"real_models.py gave no SmolLM2 GGUF ({path})")
+from real_models import smollm2_gguf
 
 
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
-    path, why = _smollm2()
+    path, why = smollm2_gguf()
     if path is None:
         pytest.skip(why)
     return path

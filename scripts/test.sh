@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export OMP_WAIT_POLICY=PASSIVE
-exec .venv/bin/python -m pytest -q -n 2 "$@"
+# worksteal: an idle worker takes tests queued for the other; with the `longest` tests collected first
+# (tests/conftest.py) the two workers end together (560 s here, idle, 2026-12-06, before that ordering).
+exec .venv/bin/python -m pytest -q -n 2 --dist worksteal "$@"

@@ -145,6 +145,7 @@ def test_baselines_fit_predict_and_are_scored_single_threaded(tmp_path: Path, mo
     assert seen == {"fit": {1}, "predict": {1}, "score": {1}}
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_the_nli_baseline_on_real_data_is_the_same_with_one_and_two_threads(klue_data_dir: Path,

@@ -146,6 +146,7 @@ def test_the_guide_has_runnable_sections_and_checks_name_them() -> None:
 
 # One test per section (the sections do not depend on each other; the commands inside one do, so they run in
 # order), so that the suite's workers share the guide.
+@pytest.mark.longest
 @pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("section", runnable_sections())

@@ -26,6 +26,7 @@ def results_of(out: Path) -> dict[str, Any]:
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.longest
 @pytest.mark.realdata
 def test_train_classic_on_korsts_files_with_formats_told(shared_data_dir: Path, tmp_path: Path) -> None:
     korsts = shared_data_dir / "korean" / "korsts"
@@ -56,6 +57,7 @@ def _hub_order_copy(dev: Path, out: Path) -> Path:
     return out
 
 
+@pytest.mark.longest
 @pytest.mark.realdata
 def test_nli_from_a_hub_ordered_copy_and_from_an_export_scores_as_the_official_file(
         klue_data_dir: Path, tmp_path: Path) -> None:
@@ -79,6 +81,7 @@ def test_nli_from_a_hub_ordered_copy_and_from_an_export_scores_as_the_official_f
     assert predictions["hub-order"] == predictions["official"] == predictions["export"]
 
 
+@pytest.mark.longest
 @pytest.mark.realdata
 def test_benchmark_on_one_tasks_files_resumes_only_for_the_same_files(shared_data_dir: Path, tmp_path: Path) -> None:
     korsts = shared_data_dir / "korean" / "korsts"

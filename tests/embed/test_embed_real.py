@@ -61,6 +61,7 @@ def klue(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=1200, env=env, check=False)
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_klue_embed_scores_the_same_through_both_paths(me5: Path, server_url: str, klue_data_dir: Path,

@@ -95,6 +95,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.longest
 def test_the_same_weights_agree_in_process_and_over_http(twins: tuple[Path, LlamaServer], klue_data_dir: Path,
                                                          shared_data_dir: Path, protocol_slice: Any,
                                                          tmp_path: Path) -> None:

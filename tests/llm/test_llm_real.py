@@ -31,6 +31,7 @@ def smollm2() -> Path:
 SETTINGS = LlmSettings(limit=2, shots=0, progress=False)
 
 
+@pytest.mark.longest
 def test_smollm2_gguf_in_process_scores_nli_by_log_likelihood(smollm2: Path, protocol_slice: Any,
                                                              tmp_path: Path) -> None:
     pytest.importorskip("gguf", reason="hf:FILE.gguf needs the gguf package: pip install gguf")

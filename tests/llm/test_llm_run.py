@@ -51,6 +51,7 @@ def rescored(task_name: str, cell: Path, data_dir: Path, extra: Path) -> dict[st
     return {k: float(v) for k, v in report.report.scores.items()}
 
 
+@pytest.mark.longest
 @pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("shots", [0, 1])

@@ -68,6 +68,7 @@ def test_windows_map_every_korquad_answer_back_to_its_text(korquad: list[MrcReco
     assert len(wider) < 0.1 * len(korquad)
 
 
+@pytest.mark.longest
 @pytest.mark.realdata
 def test_tiny_model_memorises_64_korquad_questions(korquad: list[MrcRecord], model_dir: Path, tmp_path: Path) -> None:
     import klue.training

@@ -29,6 +29,8 @@ for run in $runs; do
           --port "$port" >"$out/server.log" 2>&1 &
         server_pid=$!
         for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break; sleep 1; done
+        curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null \
+          || { echo "the llama-cpp-python server did not answer within 120 s: see $out/server.log" >&2; exit 1; }
       fi
       model="openai:smol@http://127.0.0.1:$port/v1" ;;
     hf-*) model="hf:$gguf" ;;

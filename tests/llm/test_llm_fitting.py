@@ -195,3 +195,12 @@ def test_chat_instructions_name_no_cue(klue_data_dir: Path, shared_data_dir: Pat
         prompts = task.make_prompts(roots)
         assert prompts.cue not in chat_instruction(prompts), task.name
         assert cue_sentence(prompts.cue) in prompts.instruction or prompts.cue not in prompts.instruction, task.name
+
+
+def test_an_answer_cut_short_gives_a_floor_of_the_context() -> None:
+    # llama-cpp-python 0.3.36, n_ctx 4,096, a Korean answer cut inside a UTF-8 character: 3,464 + 633 tokens
+    assert fitting.learned_from_answer(3464, 633, 640, "length") == 4096
+    assert fitting.learned_from_answer(3464, 632, 640, "length") == 4095  # a floor: one token too few is safe
+    assert fitting.learned_from_answer(2945, 161, 160, "length") is None  # the budget was used: nothing learned
+    assert fitting.learned_from_answer(3464, 20, 640, "stop") is None
+    assert fitting.learned_from_answer(None, 20, 640, "length") is None

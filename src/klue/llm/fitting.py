@@ -98,8 +98,11 @@ def token_budget(prompts: TaskPrompts, train: Sequence[Any], backend: Backend) -
 
 def learned_from_answer(n_prompt_tokens: int | None, n_tokens: int | None, asked: int,
                         finish_reason: str | None) -> int | None:
-    """The context an answer reveals: one the server cut short ("length" before the budget asked) ended
-    where the context did."""
+    """The context an answer reveals, as a floor: one the server cut short ("length" before the budget asked)
+    ended where the context did. The last token a server counts may have been sampled but never stored in the
+    context (llama-cpp-python 0.3.36 goes one token past its limit when that limit falls inside a UTF-8
+    character: 3,464 prompt + 633 answer tokens in a 4,096-token context), so the context holds at least
+    prompt + answer - 1 tokens; one token too few costs nothing, one too many would overfill prompts."""
     if finish_reason != "length" or n_prompt_tokens is None or n_tokens is None or n_tokens >= asked:
         return None
-    return n_prompt_tokens + n_tokens
+    return n_prompt_tokens + n_tokens - 1

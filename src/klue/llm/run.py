@@ -389,7 +389,7 @@ class _Engine:
             learned = fitting.learned_from_answer(answer.n_prompt_tokens, answer.n_tokens, request.max_new_tokens,
                                                   answer.finish_reason)
             if learned is not None:
-                self.context.learn(learned, "an answer the context cut short")
+                self.context.learn(learned, "an answer the context cut short (prompt + answer - 1 tokens, a floor)")
             # Servers may ignore stop strings (or keep them): the answer ends at the first marker all the same.
             parsed = _safe_parse(self.prompts, record, cut_at_stops(answer.text, request.stop))
             prompt: str | list[list[str]] = (request.prompt if request.prompt is not None

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export OMP_WAIT_POLICY=PASSIVE
-# worksteal: an idle worker takes tests queued for the other; with the `longest` tests collected first
-# (tests/conftest.py) the two workers end together (here, idle, 2026-12-06: 560 s with worksteal alone; 538 s ordering single tests, in the working tree;
-# 578 s ordering whole files, from a clean clone by .ci/run).
+# worksteal: an idle worker takes tests queued for the other; with the files that hold `longest` tests
+# collected first (tests/conftest.py) the two workers end together. Here, idle, 2026-12-06: 560 s with
+# worksteal alone; 578 s ordering whole files, from a clean clone by .ci/run.
 exec .venv/bin/python -m pytest -q -n 2 --dist worksteal "$@"

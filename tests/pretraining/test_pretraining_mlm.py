@@ -158,3 +158,15 @@ def test_a_checkpoint_of_the_old_layout_is_refused_not_ignored(tokenizer_dir: Pa
     (tmp_path / "m" / "checkpoints" / "last").mkdir(parents=True)
     with pytest.raises(DataError, match="older klue"):
         pretrain(_settings(tokenizer_dir, corpus, tmp_path / "m", max_steps=2))
+
+
+def test_pretraining_after_a_bf16_run_in_the_same_process(tokenizer_dir: Path, corpus: Path, tmp_path: Path) -> None:
+    # accelerate's state is process-wide: a fine-tune with mixed_precision=auto on a CPU with bf16 units
+    # leaves bf16 in it, and a later Accelerator asking for fp32 was refused ("already been initialized").
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state()  # as in a fresh process, whatever tests ran before in this one
+    assert Accelerator(cpu=True, mixed_precision="bf16").mixed_precision == "bf16"
+    pretrain(_settings(tokenizer_dir, corpus, tmp_path / "m", max_steps=2))
+    assert json.loads((tmp_path / "m" / "pretrain_summary.json").read_text())["mixed_precision"] == "no"

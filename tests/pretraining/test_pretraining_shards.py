@@ -177,7 +177,7 @@ def test_mlm_killed_then_rerun_resumes_at_the_exact_block(tokenizer_dir: Path, c
     cut = tmp_path / "cut"
     args = ["pretrain", "mlm", "--data", str(shards), "-o", str(cut), "--config", "tiny", "--max-steps", str(steps),
             "--batch-size", "8", "--learning-rate", "2e-3", "--save-every", "4", "--log-every", "4", "--seed", "5",
-            "--cpu"]
+            "--cpu", "--mixed-precision", "no"]  # fp32 as the in-process run (the CLI's auto is bf16 on some CPUs)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen([*KLUE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _kill_when(process, (cut / checkpoint.CHECKPOINTS / checkpoint.LATEST).is_file)
@@ -213,7 +213,7 @@ def test_two_ddp_processes_train_as_one(tokenizer_dir: Path, corpus: Path, tmp_p
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                str(Path(sys.executable).with_name("klue")), "pretrain", "mlm", "--data", str(shards), "-o", str(tmp_path / "two"),
                "--config", str(config), "--max-steps", "5", "--batch-size", "8", "--learning-rate", "2e-3",
-               "--log-every", "1", "--seed", "5", "--save-every", "0", "--cpu"]
+               "--log-every", "1", "--seed", "5", "--save-every", "0", "--cpu", "--mixed-precision", "no"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     summary = json.loads((tmp_path / "two" / "pretrain_summary.json").read_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -105,3 +106,16 @@ def test_auto_mixed_precision_on_cpu_follows_its_bf16_units(tmp_path: Path, flag
         with pytest.warns(UserWarning, match="without bf16 units"):
             assert mixed_precision_for("bf16", cpu=True, cpuinfo=cpuinfo) == "bf16"
     assert cpu_bf16_flags(tmp_path / "absent") == []  # not Linux: no bf16 assumed
+
+
+def test_each_run_in_one_process_gets_the_precision_it_asks_for() -> None:
+    # accelerate keeps one process-wide state and refuses a second precision unless it is reset first.
+    from klue.training.engine import make_accelerator
+
+    bf16 = resolve("paper", "ynat", BASE, {"mixed_precision": "bf16", "cpu": True}).hyperparameters
+    fp32 = resolve("paper", "ynat", BASE, {"mixed_precision": "no", "cpu": True}).hyperparameters
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bf16 on a CPU without bf16 units warns; not what this test checks
+        assert make_accelerator(bf16).mixed_precision == "bf16"
+    assert make_accelerator(fp32).mixed_precision == "no"
+    assert make_accelerator(bf16).mixed_precision == "bf16"

@@ -309,7 +309,6 @@ def pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None = None
 
 def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> PretrainResult:
     import torch
-    from accelerate import Accelerator
     from accelerate.utils import set_seed
     from transformers import AutoModelForMaskedLM, get_linear_schedule_with_warmup
 
@@ -317,7 +316,7 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     from klue.models.loading import load_tokenizer
     from klue.pretraining.shards import BlockRange, ShardedBlocks
     from klue.training import checkpoint, state_files
-    from klue.training.engine import mixed_precision_for, optimizer_groups
+    from klue.training.engine import fresh_accelerator, mixed_precision_for, optimizer_groups
     from klue.training.loop import CheckpointPolicy, LoopSettings, train_steps
 
     out = Path(settings.out)
@@ -336,8 +335,8 @@ def _pretrain(settings: MlmSettings, on_step: Callable[[int], None] | None) -> P
     config = build_config(tokenizer, load_model_config(settings.model_config), arch, settings.max_len,
                           settings.dropout)
     model = AutoModelForMaskedLM.from_config(config)
-    accelerator = Accelerator(cpu=settings.cpu,
-                              mixed_precision=mixed_precision_for(settings.mixed_precision, settings.cpu))
+    accelerator = fresh_accelerator(cpu=settings.cpu,
+                                    mixed_precision=mixed_precision_for(settings.mixed_precision, settings.cpu))
     world = accelerator.num_processes
     if settings.batch_size % world:
         raise DataError(f"--batch-size {settings.batch_size} (the global batch) does not split evenly over "

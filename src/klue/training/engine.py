@@ -91,14 +91,28 @@ def mixed_precision_for(requested: str, cpu: bool, cpuinfo: Path = CPUINFO) -> s
     return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
 
 
+def fresh_accelerator(**options: Any) -> Any:
+    """An `accelerate.Accelerator` with these options, whatever an earlier run in this process chose.
+
+    accelerate keeps its state process-wide, and refuses an Accelerator whose mixed precision differs from
+    the first one's ("AcceleratorState has already been initialized"): a second run in one process (the
+    benchmark runner's cells, `klue.training.run` then `pretrain` from Python) asking for another precision
+    would fail. So each run drops that state first. The process group (PartialState: rank, world size,
+    device) is kept, so this is safe inside a DDP launch."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=False)
+    GradientState._reset_state()
+    return Accelerator(**options)
+
+
 def make_accelerator(hp: Hyperparameters, out_dir: Path | None = None) -> Any:
     """The run's accelerator; with `report_to` trackers (and an output directory for their files)."""
-    from accelerate import Accelerator
-
     trackers = tracking.parse_report_to(hp.report_to) if out_dir is not None else []
-    return Accelerator(cpu=hp.cpu, mixed_precision=mixed_precision_for(hp.mixed_precision, hp.cpu),
-                       log_with=trackers or None,
-                       project_dir=str(tracking.tracking_dir(out_dir)) if trackers and out_dir else None)
+    return fresh_accelerator(cpu=hp.cpu, mixed_precision=mixed_precision_for(hp.mixed_precision, hp.cpu),
+                             log_with=trackers or None,
+                             project_dir=str(tracking.tracking_dir(out_dir)) if trackers and out_dir else None)
 
 
 def checkpoint_policy(hp: Hyperparameters, steps_per_epoch: int, total_steps: int) -> CheckpointPolicy | None:

@@ -58,7 +58,8 @@ def improves(score: float, best: float | None, spec: MetricSpec) -> bool:
 
 # CPU flags of bf16 matrix-multiply units (Intel AMX, AVX-512 BF16; AMD Zen 4 has the latter). Without them
 # torch emulates bf16 and a step is slower, not faster: 5.1x the CPU time of fp32 on the real encoder (YNAT)
-# on an AVX2-only AMD EPYC (benchmarks/RESULTS.md, "Fine-tuning on real weights: the checkpoint tax and bf16").
+# on an AVX2-only AMD EPYC; with avx512_bf16, 1.5-1.8x less than fp32, same scores within seed noise
+# (benchmarks/RESULTS.md, "Fine-tuning on real weights: the checkpoint tax and bf16").
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 CPUINFO = Path("/proc/cpuinfo")
 

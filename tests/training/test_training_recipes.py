@@ -117,5 +117,5 @@ def test_each_run_in_one_process_gets_the_precision_it_asks_for() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # bf16 on a CPU without bf16 units warns; not what this test checks
         assert make_accelerator(bf16).mixed_precision == "bf16"
-    assert make_accelerator(fp32).mixed_precision == "no"
-    assert make_accelerator(bf16).mixed_precision == "bf16"
+        assert make_accelerator(fp32).mixed_precision == "no"
+        assert make_accelerator(bf16).mixed_precision == "bf16"

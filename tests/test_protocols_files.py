@@ -270,6 +270,22 @@ def test_hf_protocol_reads_the_hub_layout_by_name(klue_data_dir: Path, tmp_path:
     assert [s.n_examples for s in data.sources] == [len(data.train), len(data.selection), len(data.eval)]
 
 
+def test_hf_protocol_keeps_the_readers_warnings_beside_the_results(klue_data_dir: Path, tmp_path: Path) -> None:
+    from klue.results import DATA_WARNINGS_FILE
+    from klue.scoring import write_data_warnings
+
+    records = [dataclasses.replace(r, author=None, validator_labels=None)
+               for r in official_records("nli", need(klue_data_dir / NLI_DEV))][:40]
+    twin = dataclasses.replace(records[0], guid="twin-of-the-first")  # a duplicate pair: a warning, kept
+    mirror = _hub_mirror(tmp_path, [*records[:10], twin, *records[10:]])
+    data = protocols.resolve_hf(registry.get("nli"), repo=str(mirror), cache_dir=tmp_path / "cache")
+    assert [w.severity for w in data.warnings] == ["warning"]
+    assert "twin-of-the-first: duplicate (premise, hypothesis) pair" in data.warnings[0].message
+    assert "/nli/train" in data.warnings[0].path
+    write_data_warnings(tmp_path / "run", data.warnings)  # what every run does with its protocol's warnings
+    assert "twin-of-the-first" in (tmp_path / "run" / DATA_WARNINGS_FILE).read_text(encoding="utf-8")
+
+
 def test_resolve_hf_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     called: list[Any] = []
     monkeypatch.setattr(protocols, "resolve_hf", lambda task, roots=None: called.append((task.name, roots)))

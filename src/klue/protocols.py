@@ -455,9 +455,10 @@ def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: st
     reader_of(task)  # a task without a mapping is refused before anything loads
     loaded = hf.load_hub(task.name, revision, repo, cache_dir)
     where = f"hf:{repo}@{revision[:12]}/{task.name}"
-    full_train = read(task, CopyRows(hf.hub_split(loaded, "train", where), f"{where}/train"), purpose="train").records
-    evaluation = read(task, CopyRows(hf.hub_split(loaded, "validation", where), f"{where}/validation"),
-                      purpose="train").records
+    train_rows = read(task, CopyRows(hf.hub_split(loaded, "train", where), f"{where}/train"), purpose="train")
+    eval_rows = read(task, CopyRows(hf.hub_split(loaded, "validation", where), f"{where}/validation"),
+                     purpose="train")
+    full_train, evaluation = train_rows.records, eval_rows.records
     selection, train = split_by_group(task, full_train, HELDOUT_FRACTION)
     pct = _pct(HELDOUT_FRACTION)
     sources = (DataSource(f"{where}/train", revision, len(train), f"train ({100 - HELDOUT_FRACTION * 100:g}% of the "
@@ -469,4 +470,5 @@ def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: st
                    f"content, not the v1.1 files), trained on its {task.name} train split "
                    f"{_minus_selection(task, full_train, train, selection)}, evaluated on its validation split "
                    f"({len(evaluation):,} examples); labels mapped by name")
-    return ProtocolData(HF, False, description, train, evaluation, selection, sources, roots)
+    return ProtocolData(HF, False, description, train, evaluation, selection, sources, roots,
+                        (*train_rows.problems, *eval_rows.problems))

@@ -163,3 +163,29 @@ def test_tokenizer_mlm_then_klue_train(tmp_path: Path, klue_data_dir: Path) -> N
     assert result.exit_code == 0, result.output
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["training"]["model_source"] == "pretrained"
+
+
+def test_mlm_from_the_cli_and_from_python_have_the_same_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """One default (mixed precision: auto): the settings the CLI builds are those Python's defaults give."""
+    from klue.pretraining import mlm
+
+    given: list[mlm.MlmSettings] = []
+
+    def capture(settings: mlm.MlmSettings) -> None:
+        given.append(settings)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(mlm, "pretrain", capture)
+    (tmp_path / "tok").mkdir()
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("한국어 문장\n", encoding="utf-8")
+    result = runner.invoke(app, ["pretrain", "mlm", "--tokenizer", str(tmp_path / "tok"), "-c", str(corpus),
+                                 "-o", str(tmp_path / "m")])
+    assert result.exit_code == 0, result.output
+    assert given == [mlm.MlmSettings(tokenizer=tmp_path / "tok", model_config="tiny", corpus=[corpus],
+                                     out=tmp_path / "m")]
+    assert given[0].mixed_precision == "auto"
+    assert runner.invoke(app, ["pretrain", "mlm", "--tokenizer", str(tmp_path / "tok"), "-c", str(corpus), "-o",
+                               str(tmp_path / "m"), "--mixed-precision", "no"]).exit_code == 0
+    assert given[1].mixed_precision == "no"

@@ -168,5 +168,5 @@ def test_pretraining_after_a_bf16_run_in_the_same_process(tokenizer_dir: Path, c
 
     AcceleratorState._reset_state()  # as in a fresh process, whatever tests ran before in this one
     assert Accelerator(cpu=True, mixed_precision="bf16").mixed_precision == "bf16"
-    pretrain(_settings(tokenizer_dir, corpus, tmp_path / "m", max_steps=2))
+    pretrain(_settings(tokenizer_dir, corpus, tmp_path / "m", max_steps=2, mixed_precision="no"))
     assert json.loads((tmp_path / "m" / "pretrain_summary.json").read_text())["mixed_precision"] == "no"

@@ -182,8 +182,10 @@ def mlm_command(
     seed: Annotated[int, typer.Option(help="Seed (weights, data order, masks).")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue from out/checkpoints when present.")] = True,
     cpu: Annotated[bool, typer.Option(help="Use the CPU even when a GPU is present.")] = False,
-    mixed_precision: Annotated[str, typer.Option(help="no, fp16, bf16, or auto (bf16 on a GPU that supports "
-                                                 "it, fp16 on other GPUs; on the CPU bf16 only where it has amx_bf16 or avx512_bf16, else none).")] = "auto",
+    mixed_precision: Annotated[str | None, typer.Option(
+        help="no, fp16, bf16, or auto (bf16 on a GPU that supports it, fp16 on other GPUs; on the CPU bf16 only "
+             "where it has amx_bf16 or avx512_bf16, else none); default auto, as MlmSettings from Python.",
+        show_default=False)] = None,
 ) -> None:
     """Masked-LM pretraining with dynamic (and optionally whole-word) masking on accelerate. The output
     loads with AutoModel.from_pretrained and fine-tunes with `klue train --model OUT`. Several GPUs or
@@ -213,7 +215,9 @@ def mlm_command(
                            weight_decay=weight_decay, warmup_ratio=warmup_ratio, max_steps=max_steps,
                            max_minutes=max_minutes, mask_prob=mask_prob, whole_word=whole_word or "none",  # type: ignore[arg-type]
                            eval_fraction=eval_fraction, save_every=save_every, log_every=log_every, seed=seed,
-                           resume=resume, cpu=cpu, mixed_precision=mixed_precision, data=data)
+                           resume=resume, cpu=cpu, data=data,
+                           # unset: MlmSettings' own default (one default: the CLI and the API train alike)
+                           mixed_precision=mixed_precision or MlmSettings.mixed_precision)
     result = pretrain(settings)
     stdout.print(f"{result.steps} steps, loss {result.first_loss} -> {result.last_loss}, "
                  f"{result.tokens_per_s:.0f} tokens/s; wrote {out}")

@@ -74,7 +74,9 @@ class MlmSettings:
     seed: int = 0
     resume: bool = True
     cpu: bool = False
-    mixed_precision: str = "no"  # no, fp16, bf16, or auto (bf16 where the GPU has it, fp16 on other GPUs)
+    # auto (`klue pretrain mlm`'s default too, as `klue train`'s): bf16 where the GPU has it, fp16 on other GPUs,
+    # bf16 on a CPU with bf16 units, else none (`mixed_precision_for`); or no, fp16, bf16
+    mixed_precision: str = "auto"
     dropout: float = 0.1
     progress: bool = True
     data: Path | None = None  # a `klue pretrain prepare` directory: blocks read by memory map

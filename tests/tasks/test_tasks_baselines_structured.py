@@ -118,6 +118,42 @@ def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     assert tags(3) == first
 
 
+def test_ner_training_is_the_same_while_another_thread_calls_rand(protocol_slice) -> None:
+    """crfsuite shuffles with the process-wide C `rand()`: a thread calling it during training (as a Ray
+    worker's may, under load) changed the model; crfsuite now trains alone in a child process."""
+    import ctypes
+    import threading
+
+    from klue.tasks.ner.baseline import NerBaseline
+
+    data = protocol_slice("ner", 300, 10)
+    libc = ctypes.CDLL(None)
+    stop = threading.Event()
+    calls = [0]
+
+    def meddle() -> None:
+        while not stop.is_set():
+            libc.rand()  # ctypes lets go of the GIL: this runs while crfsuite trains
+            calls[0] += 1
+
+    def model(meddling: bool) -> bytes | None:
+        baseline = NerBaseline(5, morpheme_features=False)
+        thread = threading.Thread(target=meddle)
+        if meddling:
+            stop.clear()
+            thread.start()
+        try:
+            baseline.fit(list(data.train), None)
+        finally:
+            stop.set()
+            if meddling:
+                thread.join()
+        return baseline._model
+
+    quiet = model(False)
+    assert model(True) == quiet and calls[0] > 1000  # rand() was called, many times, during the fit
+
+
 def test_mrc_chunks_change_nothing(protocol_slice, monkeypatch) -> None:
     from klue.tasks.mrc import baseline as mrc
 

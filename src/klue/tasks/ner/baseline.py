@@ -15,10 +15,19 @@ Training: averaged passive-aggressive, 20 epochs (`TRAINERS["pa"]`), replacing L
 still `NerBaseline(seed, trainer="lbfgs")`) for speed at the official size; measured on the local protocol
 and on the 4,000/1,000 split in benchmarks/RESULTS.md ("The quickstart at official scale"). Kiwi analyses 512 sentences per
 call, and features are made chunk by chunk, so memory does not grow with the training set.
+
+crfsuite trains in a child process (`python -m klue.tasks.ner.baseline`): its online trainers shuffle the
+sentences with the C library's process-wide `rand()`, and any other thread of the process calling `rand()`
+during training (a Ray worker's, under load) changes the order and the model. Alone in its process, the
+model depends on the data and the seed only (benchmarks/RESULTS.md, "NER's CRF in its own process").
 """
 
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
+import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -185,7 +194,8 @@ class NerBaseline:
                         + (", Kiwi morpheme tags and forms" if morpheme_features else ""),
             "morpheme_features": morpheme_features,
         }
-        self._morphemes = MorphemeTagger() if morpheme_features else None
+        self._morpheme_features = morpheme_features
+        self._morphemes: MorphemeTagger | None = None  # Kiwi, loaded where features are made
         self._model: bytes | None = None
 
     def _features(self, records: Sequence[NerRecord]) -> Iterator[list[list[str]]]:
@@ -193,15 +203,34 @@ class NerBaseline:
         official train set at once would take gigabytes, so they are made chunk by chunk)."""
         for first in range(0, len(records), _CHUNK):
             chunk = records[first:first + _CHUNK]
-            if self._morphemes is None:
+            if not self._morpheme_features:
                 yield from (sentence_features(record.chars, None) for record in chunk)
                 continue
+            if self._morphemes is None:
+                self._morphemes = MorphemeTagger()
             analyses = self._morphemes.analyse_many([record.text for record in chunk])
             for record, (tags, forms) in zip(chunk, analyses, strict=True):
                 yield sentence_features(record.chars, tags, forms)
 
     def fit(self, train: list[NerRecord], selection: list[NerRecord] | None) -> None:
         # `selection` is not used: hyper-parameters were tuned once on a split of the training data.
+        with tempfile.TemporaryDirectory(prefix="klue-ner-crf-") as scratch:
+            job, path = Path(scratch) / "job.pickle", Path(scratch) / "model.crfsuite"
+            job.write_bytes(pickle.dumps((self.seed, self._algorithm, self._morpheme_features, train)))
+            import klue
+
+            # This process's klue, wherever it was imported from (a worktree, a Ray worker's path).
+            root = str(Path(klue.__file__).resolve().parent.parent)
+            env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+            done = subprocess.run([sys.executable, "-m", "klue.tasks.ner.baseline", str(job), str(path)],
+                                  env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0 or not path.is_file():
+                raise RuntimeError(f"the NER CRF's training process failed (exit {done.returncode}):\n"
+                                   + done.stderr[-4000:])
+            self._model = path.read_bytes()
+
+    def train_here(self, train: list[NerRecord], path: Path) -> None:
+        """Train crfsuite in this process and save the model at `path` (the child process of `fit`)."""
         import pycrfsuite
 
         trainer = pycrfsuite.Trainer(algorithm=self._algorithm, verbose=False)
@@ -209,11 +238,8 @@ class NerBaseline:
         for record, features in zip(labelled, self._features(labelled), strict=True):
             trainer.append(features, list(record.nonspace_tags))
         trainer.set_params(self._params)
-        with tempfile.TemporaryDirectory(prefix="klue-ner-crf-") as scratch:
-            path = Path(scratch) / "model.crfsuite"
-            seed_c_random(self.seed)
-            trainer.train(str(path))
-            self._model = path.read_bytes()
+        seed_c_random(self.seed)
+        trainer.train(str(path))
 
     def predict(self, records: list[NerRecord]) -> list[NerPrediction]:
         import pycrfsuite
@@ -235,3 +261,12 @@ class NerBaseline:
 
 def make_baseline(seed: int) -> NerBaseline:
     return NerBaseline(seed)
+
+
+def _train_job(job: Path, model: Path) -> None:
+    seed, algorithm, morpheme_features, train = pickle.loads(job.read_bytes())
+    NerBaseline(seed, algorithm, morpheme_features).train_here(train, model)
+
+
+if __name__ == "__main__":  # `fit`'s child process: JOB MODEL
+    _train_job(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -102,6 +102,7 @@ class TrainingSummary:
     device: str | None = None
     mixed_precision_used: str | None = None
     model_source: str | None = None  # "pretrained", "from scratch (config only)" or "klue fine-tuned"
+    head_from_pooler: bool | None = None  # the head's dense layer started from the checkpoint's pooler
     num_parameters: int | None = None
     use_token_type_ids: bool | None = None
     added_tokens: int | None = None

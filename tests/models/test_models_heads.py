@@ -4,6 +4,7 @@ saved fine-tuned model that loads back to the same outputs."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -180,3 +181,53 @@ def test_trade_generation_in_row_chunks_equals_generation_at_once(tiny: Path, mo
     assert whole is not None and chunked is not None
     assert (whole[..., 0] >= 0).all()  # every row was decoded
     assert torch.equal(whole, chunked)
+
+
+def _saved_with_pooler(tiny: Path, out: Path, model_class: str = "AutoModel", pooler: bool = True) -> Any:
+    """A pretrained checkpoint of the tiny config, saved as transformers saves one (tokenizer files copied)."""
+    import shutil
+
+    import transformers
+
+    shutil.copytree(tiny, out)
+    config = transformers.AutoConfig.from_pretrained(tiny)
+    kind = getattr(transformers, model_class)
+    extra = {} if pooler else {"add_pooling_layer": False}
+    model = kind.from_config(config, **extra) if model_class == "AutoModel" else kind(config)
+    model.save_pretrained(out)
+    return model
+
+
+@pytest.mark.parametrize("saved_as", ["AutoModel", "BertForPreTraining"])
+def test_a_bert_checkpoint_pooler_starts_the_sequence_head(tiny: Path, tmp_path: Path, saved_as: str) -> None:
+    """KLUE-BERT holds pooler weights that BertForSequenceClassification fine-tunes through: the head's dense
+    layer starts from them; RoBERTa's head (and mean pooling) starts fresh, as transformers' does."""
+    from typing import cast
+
+    if saved_as == "BertForPreTraining" and "roberta" in tiny.name:
+        pytest.skip("BertForPreTraining is a BERT class")
+    torch.manual_seed(11)
+    saved = _saved_with_pooler(tiny, tmp_path / "ckpt", saved_as)
+    pooler = cast(Any, saved).bert.pooler if saved_as == "BertForPreTraining" else cast(Any, saved).pooler
+    loaded = load_encoder(tmp_path / "ckpt")
+    assert loaded.source == "pretrained" and getattr(loaded.encoder, "pooler", None) is None
+    spec = HeadSpec("sequence_classification", ("a", "b"), 0.0)
+    head = build_head(loaded.encoder, spec)
+    fresh = head.dense.weight.detach().clone()
+    if loaded.config.model_type == "roberta":  # RobertaForSequenceClassification never reads the pooler
+        assert loaded.pooler is None
+        return
+    assert loaded.pooler is not None
+    torch.testing.assert_close(loaded.pooler["weight"], pooler.dense.weight.detach(), rtol=0, atol=0)
+    assert head.start_from_pooler(loaded.pooler)
+    torch.testing.assert_close(head.dense.weight.detach(), pooler.dense.weight.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(head.dense.bias.detach(), pooler.dense.bias.detach(), rtol=0, atol=0)
+    assert not torch.equal(head.dense.weight, fresh)
+    mean = build_head(loaded.encoder, HeadSpec("sequence_classification", ("a", "b"), 0.0, {"pooling": "mean"}))
+    assert not mean.start_from_pooler(loaded.pooler)  # the pooler was trained on [CLS], not on a mean
+    assert not build_head(loaded.encoder, HeadSpec("token_classification", ("a",))).start_from_pooler(loaded.pooler)
+
+
+def test_a_bert_checkpoint_without_a_pooler_keeps_the_fresh_head(tiny: Path, tmp_path: Path) -> None:
+    _saved_with_pooler(tiny, tmp_path / "ckpt", pooler=False)  # as multilingual-e5 is saved
+    assert load_encoder(tmp_path / "ckpt").pooler is None

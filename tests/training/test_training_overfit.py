@@ -81,3 +81,32 @@ def test_tiny_models_memorise_64_examples(task_name: str, arch: str, examples: C
     scored = score_files(task, gold, tmp_path / "run" / "predictions.jsonl", "official")
     for name, value in results.scores.items():
         assert scored.report.scores[name] == pytest.approx(value, abs=1e-9)
+
+
+@pytest.mark.realdata
+@pytest.mark.slow  # two short fine-tunes: 13 s CPU
+def test_a_bert_checkpoint_with_a_pooler_fine_tunes_through_it(examples: Callable[[str], list[Any]],
+                                                              tiny_model: Callable[[str, str], Path],
+                                                              tmp_path: Path) -> None:
+    """The run starts its head's dense layer from the checkpoint's pooler and says so in results.json; a
+    checkpoint without one (RoBERTa's) keeps the fresh head and says that too."""
+    import shutil
+
+    from transformers import AutoConfig, AutoModel
+
+    import klue.training
+
+    torch.set_num_threads(1)
+    task = registry.get("ynat")
+    records = examples("ynat")[:16]
+    data = ProtocolData("local:16", False, "16 examples, trained and evaluated on themselves", records, records,
+                        None, ())
+    short = {**OVERFIT, "epochs": 1, "logging_steps": 1}
+    for arch, expected in (("bert", True), ("roberta", False)):
+        checkpoint = tmp_path / f"{arch}-checkpoint"
+        shutil.copytree(tiny_model("ynat", arch), checkpoint)
+        AutoModel.from_config(AutoConfig.from_pretrained(checkpoint)).save_pretrained(checkpoint)  # with a pooler
+        klue.training.run(task, str(checkpoint), data, 7, tmp_path / arch, short)
+        training = read_results(tmp_path / arch / "results.json").training
+        assert training is not None and training.model_source == "pretrained"
+        assert training.head_from_pooler is expected, arch

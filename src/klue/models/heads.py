@@ -7,7 +7,8 @@ one process, several processes and gradient accumulation all optimise the same m
 
 Sequence heads read the first token ([CLS] / <s>) and pass it through dense + tanh + linear: it works for
 every encoder, including those without a pooler, so the encoder is built without one (an unused pooler
-would also break DDP's gradient reduction). Dropout is placed as the encoder family's own head in
+would also break DDP's gradient reduction). Where a BERT-type checkpoint holds a pooler (KLUE-BERT), the
+dense layer starts from its weights (`start_from_pooler`), which is BertForSequenceClassification's head. Dropout is placed as the encoder family's own head in
 transformers places it, the heads the official KLUE baseline fine-tuned (AutoModelForSequenceClassification):
 BERT-type encoders drop out once, on the pooled (dense + tanh) vector (BertForSequenceClassification);
 the others also drop out on the first token before the dense layer (RobertaClassificationHead).
@@ -85,6 +86,11 @@ class EncoderWithHead(nn.Module):
     def hidden_size(self) -> int:
         return int(self.config.hidden_size)
 
+    def start_from_pooler(self, pooler: dict[str, torch.Tensor]) -> bool:
+        """Start the head's dense layer from a checkpoint's pooler where the head reads it as transformers'
+        does; True if it did. This head has none to start."""
+        return False
+
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                token_type_ids: torch.Tensor | None) -> torch.Tensor:
         inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -123,6 +129,17 @@ class SequenceHead(EncoderWithHead):
         for layer in (self.dense, self.out):
             nn.init.normal_(layer.weight, std=std)
             nn.init.zeros_(layer.bias)
+
+    def start_from_pooler(self, pooler: dict[str, torch.Tensor]) -> bool:
+        """BERT-type encoders pooling the first token: dense + tanh over [CLS] is BertPooler, so the dense
+        layer starts from the checkpoint's pooler, as BertForSequenceClassification (the paper's baseline)
+        fine-tunes through it. Mean pooling and the other families' heads start fresh, as transformers'."""
+        if self.pooling != "cls" or self.dropout_before_dense:
+            return False
+        with torch.no_grad():
+            self.dense.weight.copy_(pooler["weight"])
+            self.dense.bias.copy_(pooler["bias"])
+        return True
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> HeadOutput:

@@ -32,7 +32,7 @@ from torch import nn
 from klue.errors import DataError
 from klue.io.atomic import follow_umask, write_dir_atomic
 from klue.io.text import read_json_file
-from klue.models.heads import HeadSpec
+from klue.models.heads import POOLED_DROPOUT_ONLY, HeadSpec
 
 MODEL_CARD = "klue_model.json"
 CARD_FORMAT = "klue.finetuned/1"
@@ -81,6 +81,9 @@ class LoadedEncoder:
     encoder: nn.Module
     tokenizer: Any  # a fast (Rust-backed) Hugging Face tokenizer
     source: str  # "pretrained", "from scratch (config only)" or "klue fine-tuned"
+    # The checkpoint's pooler (dense `weight` and `bias`), for a BERT-type encoder whose checkpoint has one:
+    # the sequence head starts from it, as BertForSequenceClassification does (`checkpoint_pooler`).
+    pooler: dict[str, torch.Tensor] | None = None
 
     @property
     def config(self) -> Any:
@@ -185,7 +188,47 @@ def load_encoder(name_or_path: str | Path) -> LoadedEncoder:
     with refusing_model_code(name_or_path):
         config = AutoConfig.from_pretrained(str(name_or_path), **FILES_WITHOUT_CODE)
         encoder = AutoModel.from_pretrained(str(name_or_path), **_without_pooler(config), **WEIGHTS_WITHOUT_CODE)
-    return LoadedEncoder(encoder, tokenizer, "pretrained")
+    pooler = checkpoint_pooler(name_or_path) if config.model_type in POOLED_DROPOUT_ONLY else None
+    return LoadedEncoder(encoder, tokenizer, "pretrained", pooler)
+
+
+_POOLER_PREFIXES = ("", "bert.")  # saved from BertModel, or from a model holding one (BertForPreTraining)
+
+
+def _safetensors_files(name_or_path: str | Path) -> list[Path]:
+    """The safetensors files of a local directory, or of a hub model in the local cache (from_pretrained
+    fetched them just before)."""
+    local = Path(name_or_path).expanduser()
+    if local.is_dir():
+        return sorted(local.glob("*.safetensors"))
+    from transformers.utils import cached_file
+
+    found = []
+    for name in ("model.safetensors.index.json", "model.safetensors"):
+        file = cached_file(str(name_or_path), name, _raise_exceptions_for_missing_entries=False)
+        if file is None:
+            continue
+        if name.endswith(".json"):
+            shards = set(read_json_file(Path(file), "the weights index").get("weight_map", {}).values())
+            return sorted(Path(file).parent / shard for shard in shards)
+        found.append(Path(file))
+    return found
+
+
+def checkpoint_pooler(name_or_path: str | Path) -> dict[str, torch.Tensor] | None:
+    """The pooler's dense layer (`weight`, `bias`) as the checkpoint holds it, or None where it holds none
+    (multilingual-e5, checkpoints saved without a pooler). The encoder itself is built without a pooler
+    (heads read the first token), so the weights are read from the files."""
+    from safetensors import safe_open
+
+    for file in _safetensors_files(name_or_path):
+        with safe_open(str(file), "pt") as weights:
+            keys = set(weights.keys())
+            for prefix in _POOLER_PREFIXES:
+                names = {part: f"{prefix}pooler.dense.{part}" for part in ("weight", "bias")}
+                if set(names.values()) <= keys:
+                    return {part: weights.get_tensor(key) for part, key in names.items()}
+    return None
 
 
 def fit_embeddings(encoder: nn.Module, tokenizer: Any) -> int:

@@ -66,6 +66,7 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
          on_step: Callable[[int], None] | None) -> Results:
     from accelerate.utils import set_seed
 
+    from klue.models.heads import EncoderWithHead
     from klue.models.loading import (
         ModelCard,
         fit_embeddings,
@@ -96,6 +97,8 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
     spec = adapter.head_spec(hp.dropout, hp.head_options)
     set_seed(seed)  # the head's initial weights depend on the seed only, not on how the encoder was loaded
     head_model = adapter.build_model(loaded.encoder, spec)
+    head_from_pooler = (loaded.pooler is not None and isinstance(head_model, EncoderWithHead)
+                        and head_model.start_from_pooler(loaded.pooler))
     ctx = FeaturizeContext(loaded.tokenizer, hp.max_len, uses_token_type_ids(loaded.config), hp.overlap)
 
     train_features = adapter.featurize(protocol_data.train, ctx)
@@ -137,6 +140,7 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
         best_selection_score=state.best_score, total_steps=fit.total_steps, steps_per_epoch=fit.steps_per_epoch,
         num_processes=accelerator.num_processes, device=str(accelerator.device),
         mixed_precision_used=accelerator.mixed_precision, model_source=loaded.source,
+        head_from_pooler=head_from_pooler,
         num_parameters=sum(p.numel() for p in head_model.parameters()),
         use_token_type_ids=ctx.use_token_type_ids, added_tokens=added_tokens,
         n_train_features=len(train_features), n_eval_features=len(eval_features),

@@ -308,4 +308,4 @@ def test_a_name_that_tells_nothing_is_read_by_the_reader_that_reads_it(shared_da
     assert infer_format(registry.get("sts"), plain) == "korsts"
     broken = tmp_path / "broken.tsv"
     broken.write_text("no\ttabs that read\n", encoding="utf-8")
-    assert infer_format(registry.get("sts"), broken) == "official"  # and its read error says how to name one
+    assert infer_format(registry.get("sts"), broken) == "korsts"  # the one STS reader of .tsv; its error says so

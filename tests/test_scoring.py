@@ -368,8 +368,11 @@ def test_a_gold_file_in_another_format_gets_the_gold_format_to_pass(tmp_path: Pa
     assert rest and first in rest[0].message and len(rest) <= 6
 
 
-def test_no_hint_when_no_other_format_reads_the_file(tmp_path: Path) -> None:
+def test_when_no_other_format_reads_the_file_the_error_names_the_one_tried(tmp_path: Path) -> None:
     gold = _gold_file(tmp_path, "plain/gold.json", "{\"broken\": ")
     with pytest.raises(DataError) as info:
         score_files(registry.get("sts"), gold, _write_jsonl(tmp_path / "p.jsonl", [{"guid": "x"}]))
-    assert "--gold-format" not in info.value.summary()
+    told, *errors = info.value.problems
+    assert told.message.startswith("read as the 'official' format, told from the file; name another with "
+                                   "--gold-format") and "pass --gold-format" not in info.value.summary()
+    assert errors and "truncated JSON" in errors[0].message

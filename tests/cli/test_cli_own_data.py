@@ -119,3 +119,22 @@ def test_benchmark_report_to_is_checked_before_any_cell(tmp_path: Path) -> None:
                str(tmp_path / "bench"))
     assert run.returncode == 2 and "unknown tracker comet" in run.stderr
     assert not (tmp_path / "bench").exists()
+
+
+def test_a_refused_train_leaves_nothing_and_names_the_format_it_tried(tmp_path: Path) -> None:
+    """A `.tsv` whose name tells nothing, with one bad row: read as KorSTS (its extension's reader), refused
+    with that format and the option to change it, and the --output folder the run would have made is gone."""
+    header = "genre\tfilename\tyear\tid\tscore\tsentence1\tsentence2\n"
+    rows = [f"main-captions\tMSRvid\t2012test\t{i:04d}\t{i % 5}.000\t문장 {i}번이다.\t문장 {i + 1}번이다.\n"
+            for i in range(40)]
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "train.tsv").write_text(header + "".join(rows), encoding="utf-8")
+    (tmp_path / "mine" / "part2.tsv").write_text(header + "".join(rows[:5]).replace("\t3.000\t", "\thigh\t"),
+                                                encoding="utf-8")
+    run = klue("train", "--task", "sts", "--model", "classic", "--train", str(tmp_path / "mine" / "train.tsv"),
+               "--eval", str(tmp_path / "mine" / "part2.tsv"), "--output", str(tmp_path / "runs" / "sts" / "mine"))
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert ("part2.tsv: read as the 'korsts' format, told from the file; name another with --eval-format "
+            "(official, korsts, datasets, parquet)") in run.stderr
+    assert "line 5: score 'high' is not a number" in run.stderr and "invalid JSON" not in run.stderr
+    assert not (tmp_path / "runs").exists()  # nothing the refused run made is left

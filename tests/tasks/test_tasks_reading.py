@@ -88,3 +88,35 @@ def test_rows_already_loaded_read_as_a_copy_and_none_is_refused() -> None:
     assert read(task, CopyRows([], "hub/validation"), purpose="validate").records == []
     with pytest.raises(DataError, match=r"hub/validation: error: holds no sts examples \(read as 'datasets'\)"):
         read(task, CopyRows([], "hub/validation"), purpose="train")
+
+
+def test_a_file_extension_chooses_among_the_readers_of_that_extension(tmp_path: Path) -> None:
+    """A `.tsv` whose name and folder tell nothing is read by the task's TSV reader even where it has an
+    error (never as the official JSON, refused as 'invalid JSON'); a `.txt` is still told by its content."""
+    from klue.tasks.reading import infer_format, readers_of_extension
+
+    sts, nli, dp, mrc = (registry.get(name) for name in ("sts", "nli", "dp", "mrc"))
+    broken = write(tmp_path / "mine" / "part2.tsv", KORSTS.replace("\t5.000\t", "\thigh\t"))
+    assert readers_of_extension(sts, broken) == ["korsts"] and infer_format(sts, broken) == "korsts"
+    assert readers_of_extension(nli, broken) == ["kornli"] and readers_of_extension(dp, broken) == ["official",
+                                                                                                      "conllu"]
+    assert readers_of_extension(mrc, tmp_path / "x.json") == ["official", "korquad", "squad", "unchecked-offsets"]
+    assert infer_format(sts, write(tmp_path / "mine" / "plain.txt", KORSTS)) == "korsts"  # its content tells
+    assert infer_format(sts, write(tmp_path / "mine" / "dev.json", json.dumps(STS))) == "official"
+    with pytest.raises(DataError) as caught:
+        read(sts, broken, purpose="train", option="--eval-format")
+    told, *errors = caught.value.problems
+    assert told.message == ("read as the 'korsts' format, told from the file; name another with --eval-format "
+                            "(official, korsts, datasets, parquet)")
+    assert [e.location for e in errors] == ["line 2"] and "'high' is not a number" in errors[0].message
+
+
+def test_every_format_error_names_the_format_tried_and_the_option(tmp_path: Path) -> None:
+    task = registry.get("sts")
+    truncated = write(tmp_path / "mine" / "eval.json", '[{"guid": 1')
+    for given, how in ((None, "told from the file"), ("official", "as --eval-format named it")):
+        with pytest.raises(DataError) as caught:
+            read(task, truncated, given, purpose="train", option="--eval-format")
+        told, first = caught.value.problems
+        assert told.message.startswith(f"read as the 'official' format, {how}; name another with --eval-format")
+        assert "truncated JSON" in first.message

@@ -85,7 +85,7 @@ def train_command(
     from klue.families import family_of
     from klue.io.locate import roots_from
     from klue.io.lock import check_free
-    from klue.io.output import check_output_dir
+    from klue.io.output import output_dir_for_run
     from klue.protocols import OFFICIAL
     from klue.results import RESULTS_FILE
 
@@ -111,14 +111,14 @@ def train_command(
         raise DataError(f"--train/--eval make the protocol `files`; drop --protocol {protocol}")
     protocol = FILES_PROTOCOL if files is not None else (protocol or OFFICIAL)
     out = output or _default_output(task.name, model, protocol, seed)
-    check_output_dir(out, "--output")  # before any data is read or model loaded
-    check_free(out, "klue train")
-    data = resolve_data(task, protocol, roots_from(data_dir, extra_data_dir), files)
-    if os.environ.get("RANK", "0") == "0":  # the readers' warnings, once, with where they are all written
-        from klue.results import DATA_WARNINGS_FILE
+    with output_dir_for_run(out, "--output"):  # checked before any data is read or model loaded
+        check_free(out, "klue train")
+        data = resolve_data(task, protocol, roots_from(data_dir, extra_data_dir), files)
+        if os.environ.get("RANK", "0") == "0":  # the readers' warnings, once, with where they are all written
+            from klue.results import DATA_WARNINGS_FILE
 
-        print_warnings(data.warnings, out / DATA_WARNINGS_FILE)
-    results = family.run_alone(task, model, data, seed, out, mode, options)
+            print_warnings(data.warnings, out / DATA_WARNINGS_FILE)
+        results = family.run_alone(task, model, data, seed, out, mode, options)
     if os.environ.get("RANK", "0") != "0":  # under `accelerate launch`, only the main process reports
         return
     from rich.table import Table

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from klue.errors import DataError
@@ -60,6 +62,23 @@ def check_output_file(path: Path, option: str) -> None:
         _probe(path.parent)
     except OSError as error:
         raise output_error(path, error) from error
+
+
+@contextmanager
+def output_dir_for_run(path: Path, option: str) -> Iterator[None]:
+    """`check_output_dir`, and the directories it made for `path` removed again, while they hold nothing,
+    when the run inside refuses (raises): a refused run leaves nothing behind."""
+    made = [directory for directory in (path, *path.parents) if not directory.exists()]  # deepest first
+    check_output_dir(path, option)
+    try:
+        yield
+    except BaseException:
+        for directory in made:
+            try:
+                directory.rmdir()
+            except OSError:  # the run wrote something there (or it is gone): kept as it is
+                break
+        raise
 
 
 def check_output_dir(path: Path, option: str) -> None:

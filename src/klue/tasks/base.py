@@ -191,6 +191,9 @@ class Task(Generic[RecordT, PredictionT]):
     guid: Callable[[RecordT], str] = attrgetter("guid")  # the guid a prediction must carry
     group_key: Callable[[RecordT], str] = attrgetter("guid")  # records sharing a key stay on one side
     other_readers: Mapping[str, Reader[RecordT]] = field(default_factory=dict)
+    # The file extensions each of `other_readers` reads (the official reader's are its files'): a file's
+    # extension chooses among the readers of that extension (`klue.tasks.reading.infer_format`).
+    reader_suffixes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     read_resource: Callable[[Path, ProblemLog], Any] | None = None  # checks the "resource" file
     # lazy: the task's `klue.io.hf.HfLayout` (the columns of its Hugging Face copy, both directions), by
     # convention `HF_LAYOUT` in its records module; a task without one has no export (`hf_layout()` None)

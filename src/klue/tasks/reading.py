@@ -132,13 +132,29 @@ def infer_format(task: Task[Any, Any], path: Path) -> str:
     that the file's extension, name or folder mentions, else `official`). Every command that reads a file
     without being told its format tells it this way.
 
-    A file whose name tells nothing and whose content is not JSON (`train.tsv`, `my.conllu.txt`) is read by
-    each other reader in turn: the first that reads it without an error is its format."""
+    A file whose name tells nothing is read by a reader of its extension (`readers_of_extension`: a `.tsv`
+    for STS is KorSTS, never the official JSON); where several share it, or none declares it (`.txt`), a
+    file whose content is not JSON is read by each of them in turn: the first that reads it without an
+    error is its format."""
     told = formats.format_named_by(path, list(task.other_readers))
-    if told != formats.OFFICIAL_FORMAT or not path.is_file() or _looks_like_json(path):
+    if told != formats.OFFICIAL_FORMAT or not path.is_file():
         return told
-    found = _reader_that_reads(task, path, task.other_readers, "validate")
-    return found[0] if found is not None else told
+    candidates = readers_of_extension(task, path) or [OFFICIAL_READER, *task.other_readers]
+    if len(candidates) == 1:
+        return candidates[0]
+    if OFFICIAL_READER in candidates and _looks_like_json(path):
+        return OFFICIAL_READER
+    found = _reader_that_reads(task, path, [name for name in candidates if name != OFFICIAL_READER], "validate")
+    return found[0] if found is not None else candidates[0]
+
+
+def readers_of_extension(task: Task[Any, Any], path: Path) -> list[str]:
+    """The readers of `task` that read files with `path`'s extension: the official one where its files have
+    it (train and dev, not resources), then those `task.reader_suffixes` declares for it."""
+    suffix = path.suffix.lower()
+    official = {Path(entry.path).suffix.lower() for entry in task.files if entry.role != "resource"}
+    return ([OFFICIAL_READER] if suffix in official else []) + [
+        name for name, suffixes in task.reader_suffixes.items() if suffix in suffixes]
 
 
 def _looks_like_json(path: Path) -> bool:
@@ -177,7 +193,7 @@ def _with_hint(task: Task[Any, Any], path: Path, failed: Reading, purpose: ReadP
     """The problems of a failed read, led by the one hint on its format, when `option` can act on it:
     another reader of the task reads the file cleanly (a TSV given where the official format is JSON
     fails as invalid JSON: the hint is what to pass; only the first errors follow, the rest repeat the
-    wrong guess), or the file's name told a format other than the official one (how to name another)."""
+    wrong guess); else which format was tried, whether the file or `option` chose it, and how to name another."""
     if option is None or not path.exists():
         return failed.problems
     found = None if failed.format in formats.HF_FORMATS else _reader_that_reads(
@@ -194,11 +210,10 @@ def _with_hint(task: Task[Any, Any], path: Path, failed: Reading, purpose: ReadP
             shown.append(Problem(str(path), "", f"... and {len(errors) - HINT_ERRORS:,} more errors as "
                                  f"{failed.format!r}"))
         return [hint, *shown]
-    if failed.inferred and failed.format != OFFICIAL_READER:
-        told = Problem(failed.shown, "", f"read as the {failed.format!r} format, told from the file; name "
-                       f"another with {option} ({', '.join(formats_of(task))})")
-        return [told, *failed.problems]
-    return failed.problems
+    how = "told from the file" if failed.inferred else f"as {option} named it"
+    told = Problem(failed.shown, "", f"read as the {failed.format!r} format, {how}; name another with {option} "
+                   f"({', '.join(formats_of(task))})")
+    return [told, *failed.problems]
 
 
 # ------------------------------------------------------------------------------------ Hugging Face copies

@@ -79,6 +79,7 @@ TASK: Task[DpRecord, DpPrediction] = declare(
     __name__, labels=DEPRELS, metric_specs=spec_map(metric.SPECS), record_type=DpRecord,
     prediction_type=DpPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=score, statistics=statistics, other_readers={"conllu": read_conllu},
+    reader_suffixes={"conllu": (".conllu", ".tsv")},  # CoNLL-U is tab-separated: a .tsv may hold it
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
     no_embedding="its predictions are a head and a relation per word, and a sentence embedding is one vector per "
     "sentence",

@@ -41,6 +41,7 @@ TASK: Task[MrcRecord, MrcPrediction] = declare(
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, _answers_and_types),
     statistics=metric_binding(metric.statistics, _answers), group_key=lambda r: r.context,
     other_readers={"korquad": read_korquad, "squad": read_korquad, "unchecked-offsets": read_unchecked_offsets},
+    reader_suffixes={"korquad": (".json",), "squad": (".json",), "unchecked-offsets": (".json",)},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
     no_embedding="its answers are spans of a passage, and a sentence embedding is one vector per text, with no "
     "position to point at",

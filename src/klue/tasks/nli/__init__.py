@@ -14,6 +14,7 @@ from .records import LABELS, NliPrediction, NliRecord, read, read_kornli
 TASK: Task[NliRecord, NliPrediction] = declare_label_task(
     __name__, labels=LABELS, specs=(ACCURACY, MACRO_F1), record_type=NliRecord, prediction_type=NliPrediction,
     read=read, group_key=lambda r: r.premise, other_readers={"kornli": read_kornli},
+    reader_suffixes={"kornli": (".tsv",)},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
     embedding=".embedding:EMBEDDING",
 )

@@ -25,6 +25,7 @@ TASK: Task[StsRecord, StsPrediction] = declare(
     prediction_type=StsPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, _columns),
     statistics=metric_binding(metric.statistics, _columns), other_readers={"korsts": read_korsts},
+    reader_suffixes={"korsts": (".tsv",)},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
     embedding=".embedding:EMBEDDING",
 )

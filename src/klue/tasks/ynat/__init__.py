@@ -16,6 +16,7 @@ from .records import CATEGORY, LABELS, YnatPrediction, YnatRecord, read, read_re
 TASK: Task[YnatRecord, YnatPrediction] = declare_label_task(
     __name__, labels=LABELS, specs=(MACRO_F1, ACCURACY), record_type=YnatRecord, prediction_type=YnatPrediction,
     nouns=CATEGORY, refuse_index=True, read=read, other_readers={"ynat-resplit": read_resplit},
+    reader_suffixes={"ynat-resplit": (".json",)},
     adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
     embedding=".embedding:EMBEDDING",
 )

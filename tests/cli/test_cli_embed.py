@@ -40,6 +40,15 @@ def test_a_malformed_spec_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "emb:openai:MODEL@http://HOST:PORT/v1" in result.stderr
 
 
+def test_a_model_directory_that_is_not_there_is_refused_before_any_cell(tmp_path: Path) -> None:
+    """As `klue llm --model hf:/nonexistent`: exit 2 at once, no cell run, nothing written."""
+    for command, spec in (("embed", "emb:/nonexistent"), ("llm", "hf:/nonexistent"), ("benchmark", "emb:/nonexistent")):
+        result = klue(command, "--model", spec, "--tasks", "sts", "--out", str(tmp_path / command))
+        assert result.returncode == 2, (command, result.stderr[-2000:])
+        assert result.stderr.startswith(f"klue: error: {spec}: no such directory") and "cells run" not in result.stderr
+        assert not (tmp_path / command).exists()
+
+
 def test_all_means_every_task_that_applies() -> None:
     names, left_out = applicable_tasks("all")
     assert set(names) == {t.name for t in registry.all_tasks() if t.embedding}

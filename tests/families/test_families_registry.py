@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from klue import families
+from klue.benchmark.cells import CellSpec
 from klue.benchmark.runner import BenchmarkPlan
 from klue.errors import DataError
 from klue.families.encoder import EncoderOptions
-from klue.results import CLASSIC, EMBEDDING, ENCODER, LLM
+from klue.results import CLASSIC, EMBEDDING, ENCODER, LLM, Results
 
 
 @pytest.mark.parametrize(("spec", "name", "gpu"), [
@@ -28,6 +29,28 @@ def test_each_spec_has_one_family(spec: str, name: str, gpu: bool) -> None:
     family = families.family_of(spec)
     assert family.name == name and families.uses_gpu(spec) is gpu
     assert [f.name for f in families.FAMILIES if f.recognises(spec)] == ([] if name == ENCODER else [name])
+
+
+def test_every_family_checks_its_specs_before_the_runner_runs_a_cell(tmp_path: Path) -> None:
+    """`check_specs` asks each model's family (`ModelFamily.check`); the runner asks it before anything."""
+    from klue.benchmark.runner import run_benchmark
+
+    model = tmp_path / "e5"
+    for spec in ("emb:/nonexistent", f"emb:{model}", "hf:/nonexistent", "emb:openai:no-url"):
+        with pytest.raises(DataError):
+            families.check_specs(["classic", spec])
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    families.check_specs(["classic", "klue/roberta-base", f"emb:{model}", "emb:openai:e5@http://127.0.0.1:9/v1"])
+    ran: list[CellSpec] = []
+
+    def cell(spec: CellSpec) -> Results:
+        ran.append(spec)
+        raise AssertionError("no cell runs")
+
+    with pytest.raises(DataError, match="no such directory"):
+        run_benchmark(BenchmarkPlan(("sts",), ("classic", "emb:/nonexistent"), (1,), tmp_path / "bench"), cell)
+    assert not ran and not (tmp_path / "bench").exists()
 
 
 def test_the_encoder_is_the_fallback_and_asked_last() -> None:

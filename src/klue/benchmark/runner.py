@@ -36,7 +36,7 @@ from klue.benchmark.cells import (
 from klue.benchmark.executors import Executor, local_executor
 from klue.benchmark.manifest import Invocation, Manifest, read_manifest, write_manifest
 from klue.errors import DataError, UnreachableError
-from klue.families import family_of, not_applicable
+from klue.families import check_specs, family_of, not_applicable
 from klue.io import provenance
 from klue.io.console import make_console
 from klue.io.lock import exclusive
@@ -188,6 +188,7 @@ def run_benchmark(plan: BenchmarkPlan, cell_runner: CellRunner = run_cell, jobs:
         from klue.io.processes import import_ray
 
         import_ray()  # without Ray, its one sentence before anything is touched
+    check_specs(plan.models)  # a model that cannot run is refused before a cell runs or a file is written
     check_output_dir(plan.out, "--out")
     with exclusive(plan.out, "klue benchmark"):
         cells = plan.cells()

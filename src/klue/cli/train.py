@@ -95,6 +95,7 @@ def train_command(
     if family.command != "train":
         raise DataError(f"--model {model} is of the {family.name} family, which `klue {family.command}` runs; "
                         "`klue train` trains the classic baselines and fine-tunes encoders")
+    family.check(model)  # a spec its family cannot run is refused before anything is written
     values = parse_key_values(list(overrides or []), "override")
     if recipe is not None:
         if "recipe" in values:

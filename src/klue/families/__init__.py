@@ -7,6 +7,7 @@ line in `FAMILIES`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from klue.families import classic, embedding, encoder, llm
@@ -20,13 +21,19 @@ FAMILIES: tuple[ModelFamily[Any], ...] = (classic.FAMILY, embedding.FAMILY, llm.
 # A spec no family above claims is an encoder's: a hub name or a local directory.
 FALLBACK: ModelFamily[Any] = encoder.FAMILY
 
-__all__ = ["FALLBACK", "FAMILIES", "ModelFamily", "ModelFamilyUnavailable", "family_of", "not_applicable",
-           "uses_gpu"]
+__all__ = ["FALLBACK", "FAMILIES", "ModelFamily", "ModelFamilyUnavailable", "check_specs", "family_of",
+           "not_applicable", "uses_gpu"]
 
 
 def family_of(model: str) -> ModelFamily[Any]:
     """The family whose spec `model` is (the fallback when none claims it)."""
     return next((family for family in FAMILIES if family.recognises(model)), FALLBACK)
+
+
+def check_specs(models: Iterable[str]) -> None:
+    """Each model's family checks its spec (`ModelFamily.check`): a DataError before any cell runs."""
+    for model in models:
+        family_of(model).check(model)
 
 
 def uses_gpu(model: str) -> bool:

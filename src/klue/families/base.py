@@ -43,7 +43,10 @@ class ModelFamily(ABC, Generic[O]):
         """Whether a run of `model` computes on this machine's GPU where there is one."""
 
     def check(self, model: str) -> None:
-        """Refuse a malformed spec before any work (a DataError); by default every spec it recognises is whole."""
+        """Refuse a spec this family cannot run before any work (a DataError, exit 2): a malformed one, or one
+        naming a local model that is not there. `klue.families.check_specs` asks it of every model before a
+        command or the benchmark runner runs a cell or writes anything. By default every spec it recognises
+        is whole (a hub name cannot be checked without asking the hub)."""
 
     def not_applicable(self, task: Task[Any, Any]) -> str | None:
         """Why the family's models do not apply to `task` (a benchmark plans no cell for it; the report shows

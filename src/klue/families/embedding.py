@@ -49,7 +49,9 @@ class EmbeddingFamily(ModelFamily[EmbedOptions]):
         return parse_spec(model).kind == LOCAL_KIND
 
     def check(self, model: str) -> None:
-        parse_spec(model)
+        spec = parse_spec(model)
+        if spec.kind == LOCAL_KIND:
+            local_directory(spec)  # a directory that is not there (or holds no model) is refused now
 
     def not_applicable(self, task: Task[Any, Any]) -> str | None:
         if task.embedding is not None:

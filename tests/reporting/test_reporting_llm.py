@@ -15,13 +15,14 @@ import pytest
 from report_fixtures import ENCODER, fixture_results
 
 from klue import registry
+from klue.llm.shots import BALANCED, RANDOM
 from klue.predictions import write_predictions
 from klue.protocols import ProtocolData
 from klue.reporting.aggregate import load_aggregate
 from klue.reporting.html import render_report
 from klue.reporting.intervals import compute_intervals
 from klue.reporting.leaderboard import build_leaderboard, llm_runs_rich, to_markdown
-from klue.reporting.llm_runs import GENERATED_MARK, NOT_RECORDED
+from klue.reporting.llm_runs import GENERATED_MARK, NO_ANSWER_WITH_SHOT, NO_SHOT_LABEL, NOT_RECORDED
 from klue.results import LLM, LlmSummary, Results, write_results
 from klue.scoring import ProducerReport, judge
 from klue.tasks.re.records import RELATIONS, Entity, RePrediction, ReRecord
@@ -65,6 +66,10 @@ def llm_bench(tmp_path: Path) -> Path:
                           shot_label_agreement=0.25, shot_label_agreement_chance=0.05, context_length=4096,
                           token_counter="server /tokenize", n_shots_dropped=3, n_truncated=2, n_unfit=1,
                           max_new_tokens=24, budget_rule="longest gold answer + 8")
+        elif task.name in ("ner", "sts"):  # today's klue: NER has no label per shot; STS kept no shot
+            llm = summary("generate", shot_policy=RANDOM if task.name == "ner" else BALANCED, context_length=4096,
+                          token_counter="model tokenizer", n_shots_dropped=200 if task.name == "sts" else 0,
+                          max_new_tokens=64)
         elif task.name == "nli":
             llm = summary("loglik", shot_policy="balanced over labels, seeded", shot_label_agreement=0.97,
                           shot_label_agreement_chance=1 / 3, context_length=4096, token_counter="model tokenizer")
@@ -110,6 +115,8 @@ def test_markdown_shows_how_each_prompted_lm_was_run(llm_bench: Path) -> None:
     assert "— (log-likelihood)" in nli_line  # no parse failures, no token budget in log-likelihood mode
     assert ynat_line.count(NOT_RECORDED) >= 3  # agreement, context and cuts of an older run: not recorded
     assert "1, drawn: not recorded" in ynat_line
+    assert f"| {NO_SHOT_LABEL} |" in lines["NER"] and NOT_RECORDED not in lines["NER"]  # a run klue just made
+    assert f"| {NO_ANSWER_WITH_SHOT} |" in lines["STS"] and "n/a: the task has no label" in NO_SHOT_LABEL
     assert f"- {GENERATED_MARK} scored from generated answers" in runs
 
 
@@ -128,6 +135,21 @@ def test_html_and_terminal_show_the_table(llm_bench: Path) -> None:
     console.print(llm_runs_rich(board.llm_runs))
     shown = console.export_text()
     assert "How the prompted LMs were run" in shown and "10.0% (20 of 200)" in shown
+
+
+def test_where_no_terminal_reads_it_the_table_is_a_list(llm_bench: Path, capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """In a log (stdout not a terminal), the 11-column table becomes one line per figure."""
+    from klue.reporting.leaderboard import print_rich
+
+    print_rich(build_leaderboard(load_aggregate(llm_bench), n_resamples=0))
+    shown = capsys.readouterr().out.partition("How the prompted LMs were run\n")[2]
+    assert shown and not any(mark in shown for mark in "┃│┏┡└")
+    entries = shown.split("\n- ")
+    ner = next(entry for entry in entries if entry.startswith("NER · "))
+    assert f"\n    Shot-label agreement: {NO_SHOT_LABEL}\n" in ner and "\n    Mode: generation" in ner
+    assert len(ner.splitlines()) == 1 + 9  # the run, then its 9 figures, each on its own line
+    assert max(len(line) for line in ner.splitlines()) < 200
 
 
 def test_a_report_without_prompted_lms_has_no_table(tmp_path: Path) -> None:

@@ -314,13 +314,29 @@ def to_rich(board: Leaderboard) -> object:
 
 
 def print_rich(board: Leaderboard) -> None:
-    """Print to stdout: fitted to a terminal, unwrapped in a log or a pipe (klue.io.console)."""
+    """Print to stdout: fitted to a terminal, unwrapped in a log or a pipe (klue.io.console). Where no
+    terminal reads it, the LLM table (11 columns, hundreds of characters a line) is a list instead."""
     from klue.io.console import make_console
 
     console = make_console()
     console.print(to_rich(board))
-    if board.llm_runs is not None:
+    if board.llm_runs is None:
+        return
+    if console.is_terminal:
         console.print(llm_runs_rich(board.llm_runs))
+    else:
+        console.print("\n".join(llm_runs_list(board.llm_runs)), markup=False, highlight=False)
+
+
+def llm_runs_list(table: LlmRunsTable) -> list[str]:
+    """The table as a list a log reader reads: a line per run (task · model), then one line per column."""
+    out = [LLM_RUNS_TITLE]
+    for line in table.lines:
+        task, model, *rest = line.cells
+        out.append(f"- {task} · {model}")
+        out += [f"    {header}: {cell}" for header, cell in zip(table.headers[2:], rest, strict=True)]
+    out += [f"  {note}" for note in table.notes]
+    return out
 
 
 def llm_runs_rich(table: LlmRunsTable) -> object:

@@ -7,7 +7,8 @@ shot's label (against chance), and what was cut to fit the model's context. The 
 beside the scores (Markdown, HTML, terminal); this module builds the neutral table they render.
 
 A field a run did not record (a results.json written before klue kept it) reads "not recorded", never a
-guess. Seeds of a row are pooled: counts add up, rates are pooled over the evaluated examples, settings
+guess; a figure that does not apply to a run (the shot-label agreement of a task without a label per shot)
+says why ("n/a: ..."). Seeds of a row are pooled: counts add up, rates are pooled over the evaluated examples, settings
 that differ between seeds are all shown.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from klue.llm.shots import RANDOM
 from klue.reporting.aggregate import Aggregate, Row
 from klue.results import LlmSummary, Results
 from klue.tasks.prompting import CHAT, COMPLETION, GENERATE, LOGLIK
@@ -25,6 +27,9 @@ from klue.tasks.prompting import CHAT, COMPLETION, GENERATE, LOGLIK
 LLM_RUNS_TITLE = "How the prompted LMs were run"
 GENERATED_MARK = "§"  # a score from generated (parsed) answers, not from log-likelihoods
 NOT_RECORDED = "not recorded"
+NOT_APPLICABLE = "n/a"  # the figure does not apply to the run; the cell says why
+NO_SHOT_LABEL = f"{NOT_APPLICABLE}: the task has no label per shot"
+NO_ANSWER_WITH_SHOT = f"{NOT_APPLICABLE}: no answer was given with a shot (every shot dropped to fit, or unfit)"
 MODE_WORDS = {LOGLIK: "log-likelihood", GENERATE: "generation"}
 FORM_WORDS = {COMPLETION: "plain", CHAT: "chat"}
 # klue.llm.run's note when `--mode auto` generated because the backend gave no usable log-likelihoods.
@@ -121,7 +126,13 @@ def agreement_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
         return "— (no shots)"
     values = [s.shot_label_agreement for s in with_shots if s.shot_label_agreement is not None]
     if not values:
-        return NOT_RECORDED
+        # The klue that records the policy records the agreement too (None: it did not apply): shots drawn
+        # at random are those of a task without a label per shot (klue.llm.shots.shot_policy); drawn over
+        # labels, no example kept a shot.
+        policies = {s.shot_policy for s in with_shots}
+        if "" in policies:
+            return NOT_RECORDED
+        return NO_SHOT_LABEL if policies == {RANDOM} else NO_ANSWER_WITH_SHOT
     chances = [s.shot_label_agreement_chance for s in with_shots if s.shot_label_agreement_chance is not None]
     chance = f"chance {_percent(statistics.fmean(chances))}" if chances else f"chance {NOT_RECORDED}"
     return f"{_percent(statistics.fmean(values))} ({chance})"
@@ -207,5 +218,6 @@ def build_llm_runs(agg: Aggregate) -> LlmRunsTable | None:
          "prompt lost shots, or whose own context was truncated, to fit; an example that cannot fit is scored "
          "wrong. Token budget: the most new tokens a generated answer may take, and how it was set."),
         f"{NOT_RECORDED}: the run's results.json does not hold the figure (the klue that wrote it did not record it).",
+        f"{NOT_APPLICABLE}: the figure does not apply to the run, for the reason given.",
     ]
     return LlmRunsTable(HEADERS, lines, notes)

@@ -26,10 +26,10 @@ for run in $(seq "$runs"); do
   start=$(date +%s)
   if .venv/bin/python -m pytest -q -p no:xdist -p no:cacheprovider --rootdir "$tests/.." \
       "$tests/benchmark/test_benchmark_ray.py::test_ray_cells_leave_the_same_scores_and_predictions_as_local_processes" \
-      >"/tmp/ner_crf_under_load.$run.log" 2>&1; then
+      >"${TMPDIR:-/tmp}/ner_crf_under_load.$run.log" 2>&1; then
     outcome=passed; passed=$((passed + 1))
   else
-    outcome="FAILED (/tmp/ner_crf_under_load.$run.log)"
+    outcome="FAILED (${TMPDIR:-/tmp}/ner_crf_under_load.$run.log)"
   fi
   echo "run $run: $outcome in $(( $(date +%s) - start )) s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 done

@@ -264,6 +264,7 @@ def make_baseline(seed: int) -> NerBaseline:
 
 
 def _train_job(job: Path, model: Path) -> None:
+    # The records `fit` pickled a moment ago into its own temporary directory: no file from elsewhere.
     seed, algorithm, morpheme_features, train = pickle.loads(job.read_bytes())
     NerBaseline(seed, algorithm, morpheme_features).train_here(train, model)
 

@@ -219,3 +219,42 @@ class LiveServer:
     def status(self) -> dict[str, Any]:
         answer: dict[str, Any] = self.get("/api/status").json()
         return answer
+
+
+# ------------------------------------------------------------------------------------------------ locust
+
+LOCUSTFILE = Path(__file__).resolve().parents[2] / "benchmarks" / "leaderboard_locustfile.py"
+
+
+@dataclass
+class LocustRun:
+    """What a bounded locust run saw: every answer of the submission endpoint (the locustfile's record) and
+    locust's own figures per request name (requests, failures, p50/p95 in ms, requests per second)."""
+
+    answers: dict[str, list[Any]]
+    stats: dict[str, dict[str, float]]
+    command: list[str]
+
+
+def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: int, seconds: int,
+               out_dir: Path) -> LocustRun:
+    """`locust --headless` against `server` (127.0.0.1 only), `users` users for `seconds` seconds."""
+    import csv
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--users", str(users),
+               "--spawn-rate", str(users), "--run-time", f"{seconds}s", "--host", server.url,
+               "--csv", str(out_dir / "locust"), "--only-summary", "--stop-timeout", "30", "--loglevel", "WARNING"]
+    answers_path = out_dir / "answers.json"
+    env = {**os.environ, "KLUE_LOCUST_TOKENS": json.dumps(tokens),
+           "KLUE_LOCUST_FILES": json.dumps([str(f) for f in files]), "KLUE_LOCUST_OUT": str(answers_path)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 180, check=False)
+    if not answers_path.is_file():
+        raise AssertionError(f"locust wrote no answers (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    stats: dict[str, dict[str, float]] = {}
+    with (out_dir / "locust_stats.csv").open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            stats[row["Name"]] = {"requests": float(row["Request Count"]), "failures": float(row["Failure Count"]),
+                                  "p50_ms": float(row["50%"] or "nan"), "p95_ms": float(row["95%"] or "nan"),
+                                  "rps": float(row["Requests/s"])}
+    return LocustRun(json.loads(answers_path.read_text(encoding="utf-8")), stats, command)

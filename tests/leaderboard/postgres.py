@@ -58,7 +58,7 @@ class PostgresServer:
         return self.url(name)
 
 
-def _bin_dir() -> Path | None:
+def find_bin_dir() -> Path | None:
     """The newest installed PostgreSQL's binaries, or None when the package is absent."""
     found = [Path(p) for p in glob.glob(_BIN_GLOB) if (Path(p) / "initdb").is_file()]
 
@@ -83,7 +83,8 @@ def _run(server_user: str | None, argv: list[str]) -> subprocess.CompletedProces
     return subprocess.run(full, check=True, capture_output=True, text=True, timeout=_START_TIMEOUT_S)
 
 
-def _start(bin_dir: Path, run_as: str | None) -> PostgresServer:
+def start_server(bin_dir: Path, run_as: str | None) -> PostgresServer:
+    """initdb and start a server in a new temp dir (benchmarks/leaderboard_bench.py uses it too)."""
     root = Path(tempfile.mkdtemp(prefix="klue-pg-"))
     if run_as is not None:
         entry = pwd.getpwnam(run_as)
@@ -114,7 +115,7 @@ def _start(bin_dir: Path, run_as: str | None) -> PostgresServer:
         raise
 
 
-def _stop(server: PostgresServer) -> None:
+def stop_server(server: PostgresServer) -> None:
     try:
         # immediate: nothing in a throwaway cluster needs a clean checkpoint.
         _run(server.run_as, [str(server.bin_dir / "pg_ctl"), "-D", str(server.data_dir), "-m", "immediate",
@@ -123,7 +124,7 @@ def _stop(server: PostgresServer) -> None:
         shutil.rmtree(server.root, ignore_errors=True)
 
 
-def _server_user() -> str | None:
+def server_user() -> str | None:
     """`postgres` when running as root (PostgreSQL refuses root), else None (run as the current user)."""
     if os.geteuid() != 0:
         return None
@@ -137,10 +138,10 @@ def _server_user() -> str | None:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL on 127.0.0.1 for the whole session (skips with the reason when it cannot run)."""
-    bin_dir = _bin_dir()
+    bin_dir = find_bin_dir()
     if bin_dir is None:
         pytest.skip(f"PostgreSQL absent: no initdb under {_BIN_GLOB} (apt-get install postgresql; .ci/run does)")
-    run_as = _server_user()
+    run_as = server_user()
     if run_as == "":
         pytest.skip("running as root without a `postgres` user: PostgreSQL refuses to run as root")
     if run_as is not None and shutil.which("runuser") is None:
@@ -149,11 +150,11 @@ def postgres_server() -> Iterator[PostgresServer]:
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip("psycopg absent: pip install 'klue[leaderboard]'")
-    server = _start(bin_dir, run_as)
+    server = start_server(bin_dir, run_as)
     try:
         yield server
     finally:
-        _stop(server)
+        stop_server(server)
 
 
 @pytest.fixture()

@@ -52,8 +52,11 @@ def data_dir() -> Path:
 
 
 def git_commit() -> str:
-    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=False).stdout.strip()
+    """HEAD, or KLUE_BENCH_COMMIT for a snapshot outside git (`git archive HEAD | tar -x -C DIR`, so that
+    edits in the working tree during a long run do not change what is measured)."""
+    return os.environ.get("KLUE_BENCH_COMMIT") or subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        check=False).stdout.strip()
 
 
 # ------------------------------------------------------------------------------------------- inputs

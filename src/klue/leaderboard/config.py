@@ -17,6 +17,7 @@ Django here: `klue leaderboard init` validates the whole file before anything is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,9 +112,13 @@ class _Reader:
         return value
 
 
-def load_config(path: Path, registered: set[str] | None = None) -> SiteConfig:
+Canonical = Callable[[str], "str | None"]
+
+
+def load_config(path: Path, canonical: Canonical | None = None) -> SiteConfig:
     """The configuration in `path`; DataError listing every problem (each with its line) otherwise.
-    `registered`: the task names the registry knows (checked here so a typo is a line, not a traceback)."""
+    `canonical`: a task name or alias -> the task's name, None when unknown (the registry's lookup; checked
+    here so a typo is a line, not a traceback)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -131,7 +136,7 @@ def load_config(path: Path, registered: set[str] | None = None) -> SiteConfig:
     title = reader.scalar(top["title"], "title") if "title" in top else None
     if "title" not in top or not isinstance(title, str) or not title.strip():
         reader.error(top.get("title", root), "`title` must be a non-empty text")
-    tasks = _tasks(reader, top.get("tasks"), root, path.parent, registered)
+    tasks = _tasks(reader, top.get("tasks"), root, path.parent, canonical)
     quota = reader.mapping(top["quota"], "quota", QUOTA_KEYS) if "quota" in top else {}
     per_day = reader.integer(quota.get("per_day"), "quota.per_day", 5, 1)
     ranking = "plain"
@@ -149,7 +154,7 @@ def load_config(path: Path, registered: set[str] | None = None) -> SiteConfig:
 
 
 def _tasks(reader: _Reader, node: yaml.Node | None, root: yaml.Node, base: Path,
-           registered: set[str] | None) -> tuple[TaskConfig, ...]:
+           canonical: Canonical | None) -> tuple[TaskConfig, ...]:
     if node is None:
         reader.error(root, "`tasks` is missing: name at least one task with its gold file")
         return ()
@@ -159,9 +164,12 @@ def _tasks(reader: _Reader, node: yaml.Node | None, root: yaml.Node, base: Path,
     out: list[TaskConfig] = []
     for key_node, value_node in node.value:
         name = str(key_node.value).strip().lower()
-        if registered is not None and name not in registered:
-            reader.error(key_node, f"unknown task {name!r}; known tasks: {', '.join(sorted(registered))}")
-            continue
+        if canonical is not None:
+            found = canonical(name)
+            if found is None:
+                reader.error(key_node, f"unknown task {name!r} (`klue tasks` lists them)")
+                continue
+            name = found
         entry = reader.mapping(value_node, f"tasks.{name}", TASK_KEYS)
         if "gold" not in entry:
             reader.error(value_node, f"tasks.{name} needs `gold`: the path of the gold file")

@@ -3,9 +3,9 @@ the private part of a site's gold, under the limits the parent set (CPU time, me
 
 A submission is a prediction file only, never code: this process reads it with the task's prediction
 reader (`klue.predictions`) and scores it with `klue.scoring.evaluate`, the function `klue score` ends in,
-and the per-example statistics of the task (`klue.metrics.resampling` for the intervals). The parent
-(`klue.leaderboard.scorer`) sends one JSON request on stdin and reads one JSON answer on stdout. No Django
-here, and nothing read from the site's database.
+and the per-example statistics of the task (`klue.metrics.resampling` for the intervals).
+`klue.leaderboard.scorer` runs `judge(request)` in a forked child under limits (`python -m
+klue.leaderboard.judge` does the same from stdin to stdout, for a look by hand). No Django here, and nothing read from the site's database.
 
 The answer holds the public part's scores, per-type breakdowns, 95% intervals and the task score's
 bootstrap resamples (the same seed for every submission, so two submissions' resamples are paired), and the
@@ -16,6 +16,7 @@ private part's scores and resamples; the parent stores the private ones apart an
 from __future__ import annotations
 
 import base64
+import errno
 import gzip
 import json
 import math
@@ -59,7 +60,11 @@ def decompressed(source: Path, target: Path, limit: int) -> None:
                     raise DataError(f"the file is larger than {limit // (1 << 20)} MiB "
                                     f"{'decompressed' if gzipped else ''}".rstrip())
                 out.write(chunk)
-    except (OSError, EOFError, zlib.error) as error:
+    except OSError as error:
+        if error.errno == errno.EFBIG:  # the kernel's file-size limit (klue.leaderboard.scorer), under the cap
+            raise DataError("the file is larger than the server's limit on a decompressed file") from error
+        raise DataError(f"not a readable gzip file: {error}") from error
+    except (EOFError, zlib.error) as error:
         raise DataError(f"not a readable gzip file: {error}") from error
 
 

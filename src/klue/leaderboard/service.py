@@ -34,8 +34,15 @@ class PreparedTask:
     order: int
 
 
+def canonical_task(name: str) -> str | None:
+    try:
+        return registry.get(name).name
+    except registry.UnknownTaskError:
+        return None
+
+
 def read_config(path: Path) -> SiteConfig:
-    return load_config(path, {t.name for t in registry.all_tasks()})
+    return load_config(path, canonical_task)
 
 
 def demo_config(data_dir: str | None = None) -> SiteConfig:

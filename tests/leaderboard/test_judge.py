@@ -16,10 +16,10 @@ from live_site import write_nli_gold, write_nli_predictions
 
 from klue import registry
 from klue.io.hashing import sha256_file
+from klue.leaderboard import scorer
 from klue.leaderboard.config import Limits
 from klue.leaderboard.gold import load, split
 from klue.leaderboard.judge import decode_resamples, judge
-from klue.leaderboard import scorer
 from klue.leaderboard.scorer import JudgeFailure, run_judge
 from klue.scoring import score_files
 

@@ -58,7 +58,7 @@ def _child(request: dict[str, Any], limits: Limits, write_end: int) -> None:
             out.write(payload)
     except MemoryError:
         code = MEMORY_ERROR_EXIT
-    except BaseException:
+    except BaseException:  # noqa: BLE001  # the forked child must reach os._exit, whatever happened
         code = CRASH_EXIT
         try:
             os.write(2, traceback.format_exc().encode("utf-8", "replace")[-2000:])

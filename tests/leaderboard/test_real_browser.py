@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from browser import browser  # noqa: F401  # the fixture, by name
-from live_site import LiveServer, LiveSite, write_config, write_nli_gold, write_nli_predictions
+from live_site import LiveServer, LiveSite, klue, write_config, write_nli_gold, write_nli_predictions
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
@@ -93,3 +93,92 @@ def test_log_in_upload_and_read_rank(served: tuple[LiveServer, Path], browser: A
     assert browser.execute_script("return document.querySelectorAll('td.team script').length") == 0
     browser.save_screenshot(str(tmp_path / "leaderboard-board.png"))
     assert (tmp_path / "leaderboard-board.png").stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------------- the issue's "done when", real data
+
+
+def _real_nli_jsonl(klue_dir: Path, shared_dir: Path, out: Path) -> list[Path]:
+    """The scoring cases' NLI predictions for the official dev set (JSON lists in gold order) as JSON Lines
+    by guid, the shape every prediction writer of klue writes."""
+    import json
+
+    from klue import registry
+    from klue.predictions import read_predictions
+    from klue.tasks.reading import read
+
+    task = registry.get("nli")
+    gold = read(task, klue_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json", None, purpose="score").records
+    guids = [task.guid(r) for r in gold]
+    files = []
+    for source in sorted((shared_dir / "scoring-cases" / "nli").glob("pred_*.json.gz"))[:2]:
+        by_guid, _, _ = read_predictions(task, source, guids, None)
+        target = out / source.name.replace(".json.gz", ".jsonl")
+        target.write_text("".join(json.dumps(task.prediction_to_json(by_guid[g])) + "\n" for g in guids),
+                          encoding="utf-8")
+        files.append(target)
+    return files
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path,
+         shared_data_dir: Path) -> Iterator[tuple[LiveServer, str, list[Path]]]:
+    base = tmp_path_factory.mktemp("demo-site")
+    done = klue("leaderboard", "init", str(base / "site"), "--demo", "--data-dir", str(klue_data_dir))
+    password = re.search(r"user admin, password (\S+)", done.stdout)
+    assert password, done.stdout
+    for task in ("nli", "sts", "ner", "dp"):  # every task whose official dev set is on hand
+        assert f"  {task}: gold " in done.stdout, done.stdout
+    site = LiveSite(base / "site")
+    site.add_user("jiwoo", "서울대 NLP")
+    files = _real_nli_jsonl(klue_data_dir, shared_data_dir, base)
+    server = LiveServer(site, workers=2, scorers=1).start()
+    try:
+        yield server, password[1], files
+    finally:
+        server.stop()
+
+
+@pytest.mark.realdata
+def test_demo_site_on_the_official_dev_sets(demo: tuple[LiveServer, str, list[Path]], browser: Any,  # noqa: F811
+                                            tmp_path: Path) -> None:
+    """`init --demo` and `serve`: one team submits with `klue submit`, the admin through the browser; the
+    board ranks them with intervals and says how they stand; nothing private shows before `reveal`."""
+    from selenium.webdriver.common.by import By
+
+    server, password, (cli_file, browser_file) = demo
+    sent = klue("submit", "--server", server.url, "--task", "nli", "--predictions", str(cli_file), "--name",
+                "cli-model", "--wait", env={"KLUE_TOKEN": server.site.tokens["jiwoo"]})
+    assert re.search(r"public nli score \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] \(95% interval", sent.stdout), sent.stdout
+
+    browser.get(f"{server.url}/login")
+    browser.find_element(By.ID, "username").send_keys("admin")
+    browser.find_element(By.ID, "password").send_keys(password)
+    browser.find_element(By.ID, "login").click()
+    browser.get(f"{server.url}/submit")
+    browser.find_element(By.ID, "name").send_keys("browser-model")
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.ID, "task")).select_by_value("nli")
+    browser.find_element(By.ID, "predictions").send_keys(str(browser_file))
+    browser.find_element(By.ID, "send").click()
+    assert _wait_text(browser, "#status", "scored") == "scored"
+
+    board = server.get("/api/leaderboard").json()
+    assert set(board["public"]["tasks"]) == {"nli", "sts", "ner", "dp"}
+    rows = board["public"]["tasks"]["nli"]
+    assert sorted(r["name"] for r in rows) == ["browser-model", "cli-model"]
+    assert rows[0]["rank"] == 1 and all(r["interval"][0] <= r["score"] <= r["interval"][1] for r in rows)
+    assert rows[1]["relation"] and rows[1]["p_value"] is not None
+    task_page = server.get("/api/tasks/nli").json()
+    assert {"accuracy", "macro_f1"} <= set(task_page["public"][0]["scores"])
+    assert "private" not in board and "private" not in task_page
+    browser.get(server.url + "/")
+    assert "Private ranking" not in browser.find_element(By.TAG_NAME, "body").text
+    browser.save_screenshot(str(tmp_path / "demo-board.png"))
+
+    klue("leaderboard", "reveal", str(server.site.root))
+    revealed = server.get("/api/leaderboard").json()
+    assert revealed["revealed"] is True and len(revealed["private"]["tasks"]["nli"]) == 2
+    browser.get(server.url + "/")
+    assert "Private ranking (revealed)" in browser.find_element(By.TAG_NAME, "body").text

@@ -107,6 +107,10 @@ class LiveSite:
             return list(conn.execute(sql, params).fetchall())
 
 
+class PortTaken(Exception):
+    """The free port found was taken before the server bound it."""
+
+
 @dataclass
 class LiveServer:
     """`klue leaderboard serve SITE` as its own process group (supervisor, gunicorn, scoring workers)."""
@@ -125,6 +129,16 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LiveServer:
+        """Serve on a free port; another port when one taken between the probe and the bind (parallel tests)."""
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except PortTaken:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> LiveServer:
         self.port = free_port()
         self.log_path = self.site.root.parent / f"serve-{self.port}.log"
         self._log = self.log_path.open("wb")
@@ -135,10 +149,16 @@ class LiveServer:
             env={**os.environ, "OMP_NUM_THREADS": "1", **self.env})
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
+            text = self.log()
+            if "Connection in use" in text or "Address already in use" in text:
+                self.kill()  # gunicorn retries the bind for seconds: another server may answer meanwhile
+                raise PortTaken(self.port)
             if self.process.poll() is not None:
-                raise AssertionError(f"the server stopped at start (exit {self.process.returncode}):\n{self.log()}")
+                self._reap_group(signal.SIGKILL)
+                raise AssertionError(f"the server stopped at start (exit {self.process.returncode}):\n{text}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200:
+                # gunicorn's own line first: a /healthz answer alone might come from another test's server.
+                if f"Listening at: {self.url}" in text and httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

@@ -7,6 +7,8 @@ started the way a host starts it (tests/leaderboard/live_site.py, the tests' har
   it) against a fresh process that does what `klue score` does plus the same intervals on the same file
   (`score-intervals` below: the judge, the per-example statistics, 1,000 resamples); and `klue score --json`
   alone. Interleaved, median of --rounds.
+- cpu: CPU seconds per NER file of the scoring process, of that baseline and of `klue score`: figures that
+  the machine's load hardly moves, and the throughput an idle 2-core machine would reach.
 - pages: GET / and /api/leaderboard with 1,000 scored submissions (100 teams x 5 NLI + 5 STS, written
   straight into the database from real scorings of the official dev sets), on SQLite and on a throwaway
   PostgreSQL 15, requests to the two interleaved; p50/p95.
@@ -205,6 +207,48 @@ def overhead(out: Path, rounds: int) -> dict[str, Any]:
         server.stop()
 
 
+def _child_cpu(command: list[str], stdin: str | None = None) -> float:
+    """CPU seconds (user + system) of one child process and its own children."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, input=stdin, capture_output=True, text=True, check=True,
+                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cpu(out: Path, rounds: int) -> dict[str, Any]:
+    """CPU seconds per NER full-dev file, which the load of other processes hardly changes: the service's
+    scoring process (`python -m klue.leaderboard.judge`, what a scoring worker runs per job), the overhead's
+    baseline (klue score + the same intervals) and `klue score --json`; min of `rounds`, interleaved."""
+    from klue.io.hashing import sha256_file
+
+    files = ner_jsonl(out)
+    gold = data_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"
+    request = json.dumps({"task": "ner", "gold": str(gold), "gold_format": None, "gold_sha256": sha256_file(gold),
+                          "seed": 0, "private_fraction": 0.5, "predictions": str(files[0]), "shown": files[0].name,
+                          "max_bytes": 1 << 30})
+    commands = {
+        "judge": ([sys.executable, "-m", "klue.leaderboard.judge"], request),
+        "score_intervals": ([sys.executable, __file__, "score-intervals", "--task", "ner", "--gold", str(gold),
+                             "--predictions", str(files[0])], None),
+        "klue_score": ([sys.executable, "-m", "klue", "score", "--task", "ner", "--gold", str(gold),
+                        "--predictions", str(files[0]), "--json"], None),
+    }
+    seconds: dict[str, list[float]] = {k: [] for k in commands}
+    load_before = uptime()
+    for _ in range(rounds):
+        for name, (command, stdin) in commands.items():
+            seconds[name].append(_child_cpu(command, stdin))
+    best = {k: min(v) for k, v in seconds.items()}
+    return {"figure": "cpu", "rounds": rounds, "cpu_s": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
+            "min_cpu_s": {k: round(v, 2) for k, v in best.items()},
+            "ratio_judge_to_score_intervals": round(best["judge"] / best["score_intervals"], 2),
+            "ideal_per_minute_on_2_cores": round(2 * 60 / best["judge"], 1),
+            "load_before": load_before, "load_after": uptime()}
+
+
 def seed_site(site_root: Path, teams: int, per_team: int) -> dict[str, Any]:
     """Write `teams` x `per_team` scored submissions per task into a site's database (run in a process of its
     own: it sets Django up for that site). Each is a real scoring of the official dev file (the judge, on a
@@ -365,7 +409,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("all", help="every figure (or those named by --only)")
     run.add_argument("--out", type=Path, required=True)
-    run.add_argument("--only", nargs="*", default=["throughput", "overhead", "pages", "locust"])
+    run.add_argument("--only", nargs="*", default=["throughput", "overhead", "cpu", "pages", "locust"])
     run.add_argument("--scorers", type=int, default=2)
     run.add_argument("--copies", type=int, default=4, help="NER submissions per team in the throughput run")
     run.add_argument("--rounds", type=int, default=3)
@@ -407,6 +451,10 @@ def main() -> None:
         out = args.out / "overhead"
         out.mkdir(exist_ok=True)
         record(overhead(out, args.rounds))
+    if "cpu" in args.only:
+        out = args.out / "cpu"
+        out.mkdir(exist_ok=True)
+        record(cpu(out, args.rounds))
     if "pages" in args.only or "locust" in args.only:
         out = args.out / "pages"
         out.mkdir(exist_ok=True)

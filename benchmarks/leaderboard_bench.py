@@ -7,8 +7,8 @@ started the way a host starts it (tests/leaderboard/live_site.py, the tests' har
   it) against a fresh process that does what `klue score` does plus the same intervals on the same file
   (`score-intervals` below: the judge, the per-example statistics, 1,000 resamples); and `klue score --json`
   alone. Interleaved, median of --rounds.
-- cpu: CPU seconds per NER file of the scoring process, of that baseline and of `klue score`: figures that
-  the machine's load hardly moves, and the throughput an idle 2-core machine would reach.
+- cpu: CPU seconds per NER file of one scoring job (the judge forked from a worker), of that baseline and of
+  `klue score`: figures that the machine's load hardly moves, and the jobs per minute 2 idle cores allow.
 - pages: GET / and /api/leaderboard with 1,000 scored submissions (100 teams x 5 NLI + 5 STS, written
   straight into the database from real scorings of the official dev sets), on SQLite and on a throwaway
   PostgreSQL 15, requests to the two interleaved; p50/p95.
@@ -207,45 +207,61 @@ def overhead(out: Path, rounds: int) -> dict[str, Any]:
         server.stop()
 
 
-def _child_cpu(command: list[str], stdin: str | None = None) -> float:
+def _child_cpu(command: list[str]) -> float:
     """CPU seconds (user + system) of one child process and its own children."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, input=stdin, capture_output=True, text=True, check=True,
+    subprocess.run(command, capture_output=True, text=True, check=True,
                    env={**os.environ, "OMP_NUM_THREADS": "1"})
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def judge_cpu(request: dict[str, Any], rounds: int) -> list[float]:
+    """CPU seconds of each of `rounds` jobs as a scoring worker runs them: the judge in a child forked from
+    this process, which has the judge's modules imported already (klue.leaderboard.scorer.run_judge)."""
+    import resource
+
+    from klue.leaderboard.config import Limits
+    from klue.leaderboard.scorer import run_judge
+
+    out = []
+    for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        answer = run_judge(request, Limits())
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        assert answer["ok"], answer
+        out.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return out
+
+
 def cpu(out: Path, rounds: int) -> dict[str, Any]:
-    """CPU seconds per NER full-dev file, which the load of other processes hardly changes: the service's
-    scoring process (`python -m klue.leaderboard.judge`, what a scoring worker runs per job), the overhead's
-    baseline (klue score + the same intervals) and `klue score --json`; min of `rounds`, interleaved."""
+    """CPU seconds per NER full-dev file, which the load of other processes hardly changes: one scoring job
+    (the judge forked from a worker, as the service runs it), the overhead's baseline (klue score + the same
+    intervals, a fresh process as a user runs it) and `klue score --json` (a fresh process); min of `rounds`."""
     from klue.io.hashing import sha256_file
 
     files = ner_jsonl(out)
     gold = data_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv"
-    request = json.dumps({"task": "ner", "gold": str(gold), "gold_format": None, "gold_sha256": sha256_file(gold),
-                          "seed": 0, "private_fraction": 0.5, "predictions": str(files[0]), "shown": files[0].name,
-                          "max_bytes": 1 << 30})
-    commands = {
-        "judge": ([sys.executable, "-m", "klue.leaderboard.judge"], request),
-        "score_intervals": ([sys.executable, __file__, "score-intervals", "--task", "ner", "--gold", str(gold),
-                             "--predictions", str(files[0])], None),
-        "klue_score": ([sys.executable, "-m", "klue", "score", "--task", "ner", "--gold", str(gold),
-                        "--predictions", str(files[0]), "--json"], None),
-    }
-    seconds: dict[str, list[float]] = {k: [] for k in commands}
+    request = {"task": "ner", "gold": str(gold), "gold_format": None, "gold_sha256": sha256_file(gold),
+               "seed": 0, "private_fraction": 0.5, "predictions": str(files[0]), "shown": files[0].name,
+               "max_bytes": 1 << 30}
     load_before = uptime()
+    done = subprocess.run([sys.executable, __file__, "judge-cpu", "--request", json.dumps(request), "--rounds",
+                           str(rounds)], capture_output=True, text=True, check=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    seconds: dict[str, list[float]] = {"judge_job": json.loads(done.stdout), "score_intervals": [], "klue_score": []}
     for _ in range(rounds):
-        for name, (command, stdin) in commands.items():
-            seconds[name].append(_child_cpu(command, stdin))
+        seconds["score_intervals"].append(_child_cpu([sys.executable, __file__, "score-intervals", "--task", "ner",
+                                                      "--gold", str(gold), "--predictions", str(files[0])]))
+        seconds["klue_score"].append(_child_cpu([sys.executable, "-m", "klue", "score", "--task", "ner", "--gold",
+                                                 str(gold), "--predictions", str(files[0]), "--json"]))
     best = {k: min(v) for k, v in seconds.items()}
     return {"figure": "cpu", "rounds": rounds, "cpu_s": {k: [round(x, 2) for x in v] for k, v in seconds.items()},
             "min_cpu_s": {k: round(v, 2) for k, v in best.items()},
-            "ratio_judge_to_score_intervals": round(best["judge"] / best["score_intervals"], 2),
-            "ideal_per_minute_on_2_cores": round(2 * 60 / best["judge"], 1),
+            "ratio_judge_job_to_score_intervals": round(best["judge_job"] / best["score_intervals"], 2),
+            "ideal_jobs_per_minute_on_2_cores": round(2 * 60 / best["judge_job"], 1),
             "load_before": load_before, "load_after": uptime()}
 
 
@@ -420,6 +436,9 @@ def main() -> None:
     base.add_argument("--task", required=True)
     base.add_argument("--gold", type=Path, required=True)
     base.add_argument("--predictions", type=Path, required=True)
+    jc = sub.add_parser("judge-cpu", help="CPU seconds of scoring jobs forked from this process")
+    jc.add_argument("--request", required=True, help="the judge's request, JSON")
+    jc.add_argument("--rounds", type=int, default=3)
     seed = sub.add_parser("seed", help="write scored submissions into a site's database")
     seed.add_argument("site", type=Path)
     seed.add_argument("--teams", type=int, default=100)
@@ -428,6 +447,9 @@ def main() -> None:
 
     if args.command == "score-intervals":
         print(json.dumps(score_intervals(args.task, args.gold, args.predictions)))
+        return
+    if args.command == "judge-cpu":
+        print(json.dumps(judge_cpu(json.loads(args.request), args.rounds)))
         return
     if args.command == "seed":
         print(json.dumps(seed_site(args.site, args.teams, args.per_team)))

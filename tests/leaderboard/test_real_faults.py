@@ -26,7 +26,7 @@ LOST_AFTER_S = 15.0  # klue.leaderboard.worker.LOST_S: a job's worker is lost af
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     base = tmp_path_factory.mktemp("fault-site")
     # Enough examples that a job runs long enough to be caught mid-way, still seconds in all.
-    gold = write_nli_gold(base / "nli_dev.json", 3000)
+    gold = write_nli_gold(base / "nli_dev.json", 5000)
     site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", per_day=5))
     for name in ("worker", "crash", "lock"):
         site.add_user(name, f"team-{name}")
@@ -58,13 +58,16 @@ def test_worker_killed_mid_job_is_requeued_and_scored_once(live: LiveServer) -> 
     answer = live.submit(token, base / "p3.jsonl", name="survivor")
     assert answer.status_code == 201, answer.text
     submission = answer.json()["id"]
+    # Straight from the database, every 10 ms: the job runs for about a second on an idle machine.
     deadline, victim = time.monotonic() + 60, None
     while time.monotonic() < deadline and victim is None:
-        status = live.status()
-        if status["running"] >= 1:
-            victim = next(w["pid"] for w in status["workers"] if w["state"] == "alive")
+        status, workers = _job_of(site, submission)
+        if status == "RUNNING":
+            claimed_by = json.loads(workers)[-1]
+            victim = site.query("SELECT pid FROM leaderboard_workerheartbeat WHERE worker_id = %s",
+                                (claimed_by,))[0][0]
         else:
-            time.sleep(0.05)
+            time.sleep(0.01)
     assert victim is not None, f"the job never started: {live.status()}"
     os.kill(victim, signal.SIGKILL)
     killed_at = time.monotonic()

@@ -44,7 +44,7 @@ from klue.leaderboard.submissions import create_submission
 from klue.leaderboard.worker import LOST_S
 
 LOGIN_WINDOW = dt.timedelta(minutes=15)
-LOGIN_FAILURES = 10  # per user name in the window, then 429 until it passes
+LOGIN_FAILURES = 5  # per user name in the window, then 429 until it passes
 ADDRESS_FAILURES = 50  # per address (several users may share one behind a NAT)
 STYLE = """body{font-family:sans-serif;max-width:72em;margin:1em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from conftest import Served
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]

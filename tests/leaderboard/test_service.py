@@ -192,9 +192,9 @@ def test_sixth_attempt_refused_whatever_the_first_five(nli_server: Served) -> No
     big = nli_server.server.get(f"/api/submissions/{ids[1]}", token).json()
     assert "upload cap" in big["messages"][0]
     check = submit_cli(nli_server, "quinn", firsts[0], "--check")  # costs no quota
-    assert check.returncode == 1 and "perhaps" in check.stderr
+    assert check.returncode == 2 and "perhaps" in check.stderr
     sixth = submit_cli(nli_server, "quinn", nli_server.predictions(0.9, 0.9, 7))
-    assert sixth.returncode == 1
+    assert sixth.returncode == 2
     assert "quota" in sixth.stderr and "resets at" in sixth.stderr and "UTC" in sixth.stderr
     team = nli_server.server.get("/api/team", token).json()
     assert team["quota"]["used"]["nli"] == 5 and team["quota"]["resets_at"].endswith("+00:00")

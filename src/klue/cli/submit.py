@@ -17,7 +17,7 @@ import typer
 
 from klue.cli._common import fail
 
-REFUSED = 1  # the server refused the submission (quota, a rejected file): its reason on stderr
+REFUSED = 2  # the server refused the submission (quota, a rejected file): its reason on stderr (README, "Exit codes")
 UNREACHABLE = 3
 
 
@@ -90,8 +90,8 @@ def submit_command(
 ) -> None:
     """Send PREDICTIONS for TASK to a leaderboard; prints the submission's id (with --wait, its public score).
 
-    A refused submission (the daily quota used up, a file the judge rejects) exits with status 1 and the
-    reason on stderr; no token, or a missing file, exits 2; a server that does not answer, 3.
+    A refused submission (the daily quota used up, a file the judge rejects, no or a wrong token) exits with
+    status 2 and the reason on stderr; a server that does not answer, 3.
     """
     token = os.environ.get(token_env, "").strip()
     if not token:

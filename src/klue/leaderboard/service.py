@@ -83,7 +83,8 @@ def prepare(config: SiteConfig) -> list[PreparedTask]:
 
 def init_site(root: Path, config: SiteConfig, db_url: str | None, admin: tuple[str, str] | None = None) -> Site:
     """Create the site at `root` (which must not exist, or be an empty directory); with `admin` (name,
-    password), its first admin account, in a team of the same name."""
+    password), its first admin account, in a team of the same name. It configures Django for the directory
+    it builds in (renamed to `root` at the end), so call it in a process of its own, as the CLI does."""
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise DataError("already exists and is not empty; choose a new directory for the site", root)
     if db_url is not None:

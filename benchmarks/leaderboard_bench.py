@@ -329,6 +329,28 @@ def seed_site(site_root: Path, teams: int, per_team: int) -> dict[str, Any]:
     return {"submissions": made, "tasks": sorted(templates)}
 
 
+def page_cpu(site_root: Path, requests: int) -> dict[str, Any]:
+    """CPU milliseconds of the web process per page (Django's test client in this process: the view, the
+    rankings with their paired tests, the template; for PostgreSQL, not the database server's share)."""
+    from klue.leaderboard.site import setup
+
+    setup(site_root)
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    out: dict[str, Any] = {}
+    for path in ("/", "/api/leaderboard"):
+        assert client.get(path).status_code == 200  # warm
+        times = []
+        for _ in range(requests):
+            started = time.process_time()
+            assert client.get(path).status_code == 200
+            times.append(time.process_time() - started)
+        out[path] = {"median_cpu_ms": round(statistics.median(times) * 1000, 1),
+                     "min_cpu_ms": round(min(times) * 1000, 1)}
+    return out
+
+
 def pages_sites(out: Path, pg_url: str | None) -> dict[str, LiveSite]:
     config = out / "pages.yaml"
     klue_dir = data_dir()
@@ -373,12 +395,17 @@ def pages(sites: dict[str, LiveSite], requests: int) -> dict[str, Any]:
                     response = server.get(path)
                     timings.setdefault(f"{name} GET {path}", []).append(time.monotonic() - started)
                     assert response.status_code == 200
+        cpu_ms = {}
+        for name, site in sites.items():
+            done = subprocess.run([sys.executable, __file__, "page-cpu", str(site.root), "--requests", "10"],
+                                  capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+            cpu_ms[name] = json.loads(done.stdout)
         board = servers["sqlite"].get("/api/leaderboard").json()
         rows = {task: len(r) for task, r in board["public"]["tasks"].items()}
         return {"figure": "pages", "requests_each": requests, "rows_per_task": rows,
                 "klue_rows": len(board["public"]["klue"]),
                 "page_bytes": len(servers["sqlite"].get("/").content),
-                "latency": {k: _percentiles(v) for k, v in timings.items()},
+                "latency": {k: _percentiles(v) for k, v in timings.items()}, "web_cpu_ms": cpu_ms,
                 "load_before": load_before, "load_after": uptime()}
     finally:
         for server in servers.values():
@@ -439,6 +466,9 @@ def main() -> None:
     jc = sub.add_parser("judge-cpu", help="CPU seconds of scoring jobs forked from this process")
     jc.add_argument("--request", required=True, help="the judge's request, JSON")
     jc.add_argument("--rounds", type=int, default=3)
+    pc = sub.add_parser("page-cpu", help="CPU ms of the web process per page, in process")
+    pc.add_argument("site", type=Path)
+    pc.add_argument("--requests", type=int, default=10)
     seed = sub.add_parser("seed", help="write scored submissions into a site's database")
     seed.add_argument("site", type=Path)
     seed.add_argument("--teams", type=int, default=100)
@@ -450,6 +480,9 @@ def main() -> None:
         return
     if args.command == "judge-cpu":
         print(json.dumps(judge_cpu(json.loads(args.request), args.rounds)))
+        return
+    if args.command == "page-cpu":
+        print(json.dumps(page_cpu(args.site, args.requests)))
         return
     if args.command == "seed":
         print(json.dumps(seed_site(args.site, args.teams, args.per_team)))

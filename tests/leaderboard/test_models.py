@@ -23,7 +23,7 @@ def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         pytest.skip("Django is configured for another site in this process")
     root = tmp_path_factory.mktemp("lb-models")
     gold = root / "dev.json"
-    records = write_nli_gold(gold, 80)
+    records = write_nli_gold(gold, 300)
     klue("leaderboard", "init", str(root / "site"), "--config", str(write_config(root, gold, per_day=3)))
     from klue.leaderboard.site import setup
 
@@ -147,3 +147,28 @@ def test_jobs_of_a_silent_worker_are_requeued(django_site: dict[str, Any]) -> No
     alive.refresh_from_db()
     assert (dead.status, alive.status) == ("READY", "RUNNING")
     DBTaskResult.objects.filter(pk__in=[dead.pk, alive.pk]).delete()
+
+
+def test_boards_rank_entries_and_hide_the_private_part_until_reveal(django_site: dict[str, Any],
+                                                                     tmp_path: Path) -> None:
+    from klue.leaderboard.boards import board_json, private_board, public_board
+    from klue.leaderboard.models import Team
+    from klue.leaderboard.service import reveal
+    from klue.leaderboard.submissions import create_submission
+
+    for name, accuracy in (("strong", 0.95), ("weak", 0.1)):
+        team = Team.objects.create(name=name)
+        path = write_nli_predictions(django_site["records"], tmp_path / f"{name}.jsonl", accuracy, seed=5)
+        submission = create_submission(team, None, "nli", name, path.name, path.read_bytes(), path.stat().st_size)
+        assert _run_job(submission.pk, 0) == "scored"
+    rows = [r for r in public_board().per_task["nli"] if r.entry.team in ("strong", "weak")]
+    assert [r.entry.team for r in rows] == ["strong", "weak"]
+    assert rows[0].entry.resamples is not None and len(rows[0].entry.resamples) == 1000
+    assert rows[0].rank < rows[1].rank  # about 97% against 40% right on 150 examples: separated
+    assert private_board() is None
+    assert "private" not in board_json(public_board())
+    assert reveal() is True and reveal() is False
+    board = private_board()
+    assert board is not None
+    private = {r.entry.team: r for r in board.per_task["nli"]}
+    assert private["strong"].entry.score > private["weak"].entry.score  # type: ignore[operator]

@@ -4,7 +4,7 @@ in one place, behind `SiteState.revealed()`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,10 @@ def _array(data: Any) -> np.ndarray | None:
 
 
 def current_scores(task: str | None = None) -> list[Score]:
-    """The newest score of every scored submission (of `task`)."""
-    query = Score.objects.select_related("submission__team").filter(submission__status="scored")
+    """The newest score of every scored submission (of `task`), without the resamples (8 kB each: only the
+    entries' are read, by `with_resamples`)."""
+    query = (Score.objects.select_related("submission__team", "private").filter(submission__status="scored")
+             .defer("resamples", "private__resamples"))
     if task is not None:
         query = query.filter(submission__task=task)
     newest: dict[int, Score] = {}
@@ -36,11 +38,19 @@ def current_scores(task: str | None = None) -> list[Score]:
     return list(newest.values())
 
 
+def with_resamples(entries: list[Candidate], private: bool) -> list[Candidate]:
+    """The entries with their resamples read (one query for all of them)."""
+    field_name = "private__resamples" if private else "resamples"
+    found = dict(Score.objects.filter(pk__in=[e.score_id for e in entries]).values_list("pk", field_name))
+    return [replace(e, resamples=_array(found.get(e.score_id))) for e in entries]
+
+
 def public_candidate(score: Score) -> Candidate:
     sub = score.submission
     return Candidate(sub.pk, sub.team.name, sub.task, sub.name, sub.created_at, score.task_score,
-                     score.task_low, score.task_high, _array(score.resamples), score.public.get("scores", {}),
-                     score.public.get("intervals", {}), score.ladder_accepted, sub.selected, score.task_score)
+                     score.task_low, score.task_high, None, score.public.get("scores", {}),
+                     score.public.get("intervals", {}), score.ladder_accepted, sub.selected, score.task_score,
+                     score.pk)
 
 
 def site_tasks() -> list[str]:
@@ -56,7 +66,7 @@ def public_board() -> Board:
     for score in current_scores():
         by_task.setdefault(score.submission.task, []).append(public_candidate(score))
     for task in tasks:
-        entries[task] = public_entries(by_task[task], ladder)
+        entries[task] = with_resamples(public_entries(by_task[task], ladder), private=False)
         board.per_task[task] = rank(entries[task])
     board.klue = rank(klue_entries(entries, tasks))
     return board
@@ -73,9 +83,10 @@ def private_board() -> Board | None:
         sub, private = score.submission, score.private
         by_task.setdefault(sub.task, []).append(Candidate(
             sub.pk, sub.team.name, sub.task, sub.name, sub.created_at, private.task_score, private.task_low,
-            private.task_high, _array(private.resamples), private.scores.get("scores", {}),
-            private.scores.get("intervals", {}), None, sub.selected, score.task_score))
-    entries = {t: private_entries(by_task[t], int(site_config()["final_submissions"])) for t in tasks}
+            private.task_high, None, private.scores.get("scores", {}),
+            private.scores.get("intervals", {}), None, sub.selected, score.task_score, score.pk))
+    final = int(site_config()["final_submissions"])
+    entries = {t: with_resamples(private_entries(by_task[t], final), private=True) for t in tasks}
     for task in tasks:
         board.per_task[task] = rank(entries[task])
     board.klue = rank(klue_entries(entries, tasks))

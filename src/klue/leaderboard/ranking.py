@@ -41,6 +41,7 @@ class Candidate:
     ladder_accepted: bool | None = None
     selected: bool = False
     public_score: float | None = None  # the public task score (for the private ranking's default picks)
+    score_id: int = 0  # the stored score it comes from
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class Supervisor:
         return [sys.executable, "-m", "gunicorn", "--workers", str(self.web_workers), "--bind",
                 f"{self.host}:{self.port}", "--timeout", "120", "--graceful-timeout", "10",
                 "--worker-tmp-dir", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp",
+                "--no-control-socket",  # unused, and one path per user: two sites on a machine would share it
                 "klue.leaderboard.wsgi:application"]
 
     def scorer_command(self) -> list[str]:

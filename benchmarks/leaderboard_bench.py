@@ -12,8 +12,9 @@ started the way a host starts it (tests/leaderboard/live_site.py, the tests' har
 - pages: GET / and /api/leaderboard with 1,000 scored submissions (100 teams x 5 NLI + 5 STS, written
   straight into the database from real scorings of the official dev sets), on SQLite and on a throwaway
   PostgreSQL 15, requests to the two interleaved; p50/p95.
-- locust: a bounded headless locust run (benchmarks/leaderboard_locustfile.py) on the SQLite pages site:
-  board latency under load, every accepted submission stored once, quotas exact.
+- locust: a bounded headless locust run (benchmarks/leaderboard_locustfile.py) on the SQLite pages site
+  (board latency under load with 1,000 submissions), and `locust-fresh` on a new NLI site (quota 3 a day):
+  every accepted submission stored and scored once, each team's quota exact.
 
     OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/leaderboard_bench.py all --out /tmp/lb-bench
 
@@ -444,6 +445,16 @@ def locust_figure(site: LiveSite, out: Path, users: int, seconds: int) -> dict[s
         server.stop()
 
 
+def fresh_site(out: Path) -> LiveSite:
+    """A new site over the official NLI dev set (quota 3 a day): the locust run without the 1,000 seeded
+    submissions, so that the quota, not the board's cost, is what the users run into."""
+    config = out / "fresh.yaml"
+    config.write_text("title: locust bench\ntasks:\n"
+                      f"  nli: {{gold: {data_dir() / 'klue-nli-v1.1' / 'klue-nli-v1.1_dev.json'}, private_fraction: 0.5}}\n"
+                      "quota: {per_day: 3}\n", encoding="utf-8")
+    return LiveSite.create(out / "fresh-site", config)
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
@@ -452,7 +463,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("all", help="every figure (or those named by --only)")
     run.add_argument("--out", type=Path, required=True)
-    run.add_argument("--only", nargs="*", default=["throughput", "overhead", "cpu", "pages", "locust"])
+    run.add_argument("--only", nargs="*",
+                     default=["throughput", "overhead", "cpu", "pages", "locust", "locust-fresh"])
     run.add_argument("--scorers", type=int, default=2)
     run.add_argument("--copies", type=int, default=4, help="NER submissions per team in the throughput run")
     run.add_argument("--rounds", type=int, default=3)
@@ -510,6 +522,11 @@ def main() -> None:
         out = args.out / "cpu"
         out.mkdir(exist_ok=True)
         record(cpu(out, args.rounds))
+    if "locust-fresh" in args.only:
+        out = args.out / "fresh"
+        out.mkdir(exist_ok=True)
+        figure = locust_figure(fresh_site(out), out, args.users, args.seconds)
+        record({**figure, "figure": "locust-fresh"})
     if "pages" in args.only or "locust" in args.only:
         out = args.out / "pages"
         out.mkdir(exist_ok=True)

@@ -98,6 +98,19 @@ def test_ranks_intervals_and_groups(nli_server: Served, scored: dict[str, Any]) 
     assert "separates them" in page and "accuracy" in page
 
 
+def test_final_submissions_are_marked_with_select(nli_server: Served, scored: dict[str, Any]) -> None:
+    env = {**os.environ, "KLUE_TOKEN": nli_server.tokens["bob"]}
+
+    def select(pk: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "klue", "submit", "--server", nli_server.server.url, "--select",
+                               str(pk)], capture_output=True, text=True, env=env, timeout=120, check=False)
+
+    assert select(scored["bob"]["id"]).returncode == 0
+    assert nli_server.server.get(f"/api/submissions/{scored['bob']['id']}", nli_server.tokens["bob"]).json()["selected"]
+    other = select(scored["alice"]["id"])  # another team's: as if it did not exist
+    assert other.returncode == 2 and "no such submission" in other.stderr
+
+
 def test_names_are_escaped_everywhere(nli_server: Served, scored: dict[str, Any]) -> None:
     for path in ("/", "/tasks/nli", f"/submissions/{scored['bob']['id']}"):
         page = nli_server.server.get(path).text

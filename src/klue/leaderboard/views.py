@@ -89,7 +89,10 @@ def api_view(methods: tuple[str, ...], token_only: bool = False) -> Callable[...
             if token_only and user is None:
                 return _error(401, "this needs an API token: send `Authorization: Bearer TOKEN` "
                                    "(`klue leaderboard user add` prints one)")
-            return view(request, user, *args, **kwargs)
+            try:
+                return view(request, user, *args, **kwargs)
+            except Http404 as missing:  # JSON, as every API answer
+                return _error(404, str(missing) or "not found")
         return wrapper
     return decorate
 

@@ -63,16 +63,16 @@ def private_guids_of(gold_path: Path, seed: int = 0, fraction: float = 0.5) -> s
     return {split.task.guid(r) for r in split.private}
 
 
-def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: bool = True, scorers: int = 2) -> Served:
+def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: tuple[str, ...] = ("alice", "bob", "root"),
+                 scorers: int = 2) -> Served:
     root.mkdir(parents=True, exist_ok=True)
     gold_path = root / "nli_dev.json"
     gold = write_nli_gold(gold_path, N_EXAMPLES, seed=7)
     site = LiveSite.create(root / "site", write_config(root, gold_path, per_day, extra=extra_config))
     served = Served(site, LiveServer(site, scorers=scorers), gold, private_guids_of(gold_path), files=root)
-    if users:
-        served.tokens["alice"] = site.add_user("alice", "Team A", password=PASSWORD)
-        served.tokens["bob"] = site.add_user("bob", "<script>alert(1)</script>", password=PASSWORD)
-        served.tokens["root"] = site.add_user("root", "organisers", password=PASSWORD, admin=True)
+    teams = {"alice": "Team A", "bob": "<script>alert(1)</script>", "root": "organisers"}
+    for user in users:
+        served.tokens[user] = site.add_user(user, teams[user], password=PASSWORD, admin=user == "root")
     served.server.start()
     return served
 
@@ -90,8 +90,8 @@ def nli_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def make_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
-    def make(extra_config: str = "", per_day: int = 5) -> Served:
-        served = start_served(tmp_path_factory.mktemp("lb"), extra_config, per_day)
+    def make(extra_config: str = "", per_day: int = 5, users: tuple[str, ...] = ("alice", "bob", "root")) -> Served:
+        served = start_served(tmp_path_factory.mktemp("lb"), extra_config, per_day, users)
         started.append(served)
         return served
 

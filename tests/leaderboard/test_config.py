@@ -71,6 +71,7 @@ def test_the_registry_names_the_tasks(tmp_path: Path) -> None:
     assert config.tasks[0].name == "nli"  # an alias: the registry knows it
 
 
+@pytest.mark.slow  # `klue leaderboard init` in a process of its own
 def test_init_refuses_a_bad_config_and_creates_nothing(tmp_path: Path) -> None:
     gold = tmp_path / "dev.json"
     write_nli_gold(gold, 20)
@@ -82,6 +83,7 @@ def test_init_refuses_a_bad_config_and_creates_nothing(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.slow  # `klue leaderboard init` in a process of its own
 def test_init_refuses_a_bad_gold_file_with_its_line(tmp_path: Path) -> None:
     gold = tmp_path / "dev.json"
     records = write_nli_gold(gold, 20)
@@ -94,6 +96,7 @@ def test_init_refuses_a_bad_gold_file_with_its_line(tmp_path: Path) -> None:
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.slow  # `klue leaderboard init` in a process of its own
 def test_init_makes_gold_private_and_hashed(tmp_path: Path) -> None:
     gold = tmp_path / "dev.json"
     write_nli_gold(gold, 60)

@@ -27,7 +27,7 @@ def entry(served: Served, team: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def ladder(make_served: Any) -> Served:
-    served: Served = make_served("public_ranking: ladder\n", per_day=10)
+    served: Served = make_served("public_ranking: ladder\n", per_day=10, users=("alice",))
     return served
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from live_site import klue, write_config, write_nli_gold, write_nli_predictions
 
+pytestmark = pytest.mark.slow  # the site is made by `klue leaderboard init` in a process of its own
+
 
 @pytest.fixture(scope="session")
 def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from live_site import NLI_LABELS, LiveServer, LiveSite, write_config, write_nli_gold
 
@@ -100,3 +102,21 @@ def make_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
     finally:
         for served in started:
             served.server.stop()
+
+
+def session(served: Served, user: str) -> httpx.Client:
+    """A browser-like client logged in through the login form (CSRF token included)."""
+    client = httpx.Client(base_url=served.server.url, timeout=60)
+    page = client.get("/login")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert token is not None
+    answer = client.post("/login", data={"username": user, "password": PASSWORD,
+                                         "csrfmiddlewaretoken": token.group(1)})
+    assert answer.status_code == 302, answer.text
+    return client
+
+
+def csrf_of(client: httpx.Client, path: str) -> str:
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', client.get(path).text)
+    assert found is not None
+    return found.group(1)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Served
+from conftest import Served, session
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
@@ -42,8 +42,16 @@ def test_a_lucky_rerun_is_not_better(ladder: Served) -> None:
     # Another draw at the same accuracy that happens to score 1.4 points higher (seed 4: 73.9 against 72.5):
     # a plain board would take it; the paired test does not believe it.
     again = send(ladder, "alice", 0.7, seed=4)
-    assert again["scores"]["task_score"] > standing["score"]
-    assert again["ladder"]["accepted"] is False and again["ladder"]["verdict"] == "not better"
+    stored = ladder.site.query("SELECT task_score FROM leaderboard_score WHERE submission_id = %s", (again["id"],))
+    assert stored[0][0] > standing["score"]
+    assert again["ladder"] == {"accepted": False, "against": standing["submission"], "verdict": "not better"}
+    # Nothing of its own is released (Blum & Hardt): the standing score, no p-value, no per-metric scores.
+    assert again["scores"]["task_score"] == standing["score"] and "scores" not in again["scores"]
+    assert f"{stored[0][0]:.2f}" not in ladder.server.get("/api/team", ladder.tokens["alice"]).text
+    pages = session(ladder, "alice")
+    page = pages.get(f"/submissions/{again['id']}").text
+    assert "Not better" in page and f"{standing['score']:.2f}" in page and f"{stored[0][0]:.2f}" not in page
+    assert f"{stored[0][0]:.2f}" not in pages.get("/team").text
     assert again["ladder"]["against"] == standing["submission"]
     assert entry(ladder, "Team A")["submission"] == standing["submission"]
     assert entry(ladder, "Team A")["score"] == standing["score"]

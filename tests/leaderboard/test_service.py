@@ -20,7 +20,7 @@ import httpx
 import pytest
 from live_site import klue
 
-from conftest import PASSWORD, Served
+from conftest import PASSWORD, Served, csrf_of, session
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
@@ -39,24 +39,6 @@ def submit(served: Served, user: str, predictions: Path, name: str = "") -> dict
     assert answer.status_code == 201, answer.text
     pk = answer.json()["id"]
     return served.server.wait_scored(served.tokens[user], [pk])[pk]
-
-
-def session(served: Served, user: str) -> httpx.Client:
-    """A browser-like client logged in through the login form (CSRF token included)."""
-    client = httpx.Client(base_url=served.server.url, timeout=60)
-    page = client.get("/login")
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
-    assert token is not None
-    answer = client.post("/login", data={"username": user, "password": PASSWORD,
-                                         "csrfmiddlewaretoken": token.group(1)})
-    assert answer.status_code == 302, answer.text
-    return client
-
-
-def csrf_of(client: httpx.Client, path: str) -> str:
-    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', client.get(path).text)
-    assert found is not None
-    return found.group(1)
 
 
 @pytest.fixture(scope="module")

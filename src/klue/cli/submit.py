@@ -64,7 +64,10 @@ def _score_line(answer: dict[str, Any]) -> str:
     text = "undefined" if value is None else f"{value:.2f}"
     interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
     ladder = answer.get("ladder")
-    verdict = f"; ladder: {ladder['verdict']}" if ladder else ""
+    if ladder and not ladder["accepted"]:
+        return (f"not better than your standing submission #{ladder['against']}: the board keeps its public "
+                f"{answer['task']} score {text}{interval}")
+    verdict = "; ladder: better, the board shows it" if ladder else ""
     return f"public {answer['task']} score {text}{interval} (95% interval, {scores.get('n_examples')} examples){verdict}"
 
 

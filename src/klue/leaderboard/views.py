@@ -32,6 +32,8 @@ from klue.leaderboard.models import (
     ApiToken,
     LoginAttempt,
     QuotaExceeded,
+    Score,
+    SiteState,
     Submission,
     TaskGold,
     Team,
@@ -122,20 +124,30 @@ def submission_json(submission: Submission, user: Any) -> dict[str, Any]:
         out["messages"] = list(submission.messages)
         out["filename"] = submission.filename
     score = submission.current_score()
-    if score is not None and submission.status == Submission.SCORED:
-        out["scores"] = {"task_score": score.task_score, "interval": [score.task_low, score.task_high],
-                         **score.public, "metric_versions": score.metric_versions,
-                         "task_version": score.task_version, "generation": score.generation,
-                         "part": "public"}
-        if score.ladder_accepted is not None:
-            out["ladder"] = {"accepted": score.ladder_accepted, "p_value": score.ladder_p,
-                             "against": score.ladder_against_id,
-                             "verdict": "better" if score.ladder_accepted else "not better"}
-        board = private_board()
-        if board is not None:
-            private = score.private
-            out["private"] = {"task_score": private.task_score, "interval": [private.task_low, private.task_high],
-                              **private.scores}
+    if score is None or submission.status != Submission.SCORED:
+        return out
+    revealed = SiteState.revealed()
+    if score.ladder_accepted is False and not revealed:
+        # Blum & Hardt's ladder releases nothing about a submission that is not better: not its score, not its
+        # p-value; the page shows the standing score it was compared with.
+        standing = Score.objects.filter(submission_id=score.ladder_against_id).order_by("-generation").first()
+        out["scores"] = {"task_score": standing.task_score if standing else None,
+                         "interval": [standing.task_low, standing.task_high] if standing else [None, None],
+                         "part": "public", "standing_submission": score.ladder_against_id,
+                         "withheld": "not better than the team's standing submission: the board keeps its score"}
+        out["ladder"] = {"accepted": False, "against": score.ladder_against_id, "verdict": "not better"}
+        return out
+    out["scores"] = {"task_score": score.task_score, "interval": [score.task_low, score.task_high],
+                     **score.public, "metric_versions": score.metric_versions,
+                     "task_version": score.task_version, "generation": score.generation, "part": "public"}
+    if score.ladder_accepted is not None:
+        out["ladder"] = {"accepted": score.ladder_accepted, "p_value": score.ladder_p,
+                         "against": score.ladder_against_id,
+                         "verdict": "better" if score.ladder_accepted else "not better"}
+    if revealed:
+        private = score.private
+        out["private"] = {"task_score": private.task_score, "interval": [private.task_low, private.task_high],
+                          **private.scores}
     return out
 
 

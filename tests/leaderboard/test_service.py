@@ -101,6 +101,8 @@ def test_names_are_escaped_everywhere(nli_server: Served, scored: dict[str, Any]
 
 
 def test_security_headers_and_cookies(nli_server: Served) -> None:
+    for path in ("/gold/nli/nli_dev.json", "/site.json", "/db.sqlite3", "/static/../site.json"):
+        assert nli_server.server.get(path).status_code == 404, path  # nothing of the site directory is served
     answer = nli_server.server.get("/")
     assert "default-src 'none'" in answer.headers["Content-Security-Policy"]
     assert answer.headers["X-Frame-Options"] == "DENY"

@@ -55,6 +55,8 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self.stop)
         signal.signal(signal.SIGINT, self.stop)
         self.start("web")
+        print(f"klue: serving {self.site} at http://{self.host}:{self.port} ({self.web_workers} web processes, "
+              f"{self.scorers} scoring workers); Ctrl-C stops", file=sys.stderr, flush=True)
         for i in range(self.scorers):
             self.start(f"scorer-{i}")
         while not self.stopping:

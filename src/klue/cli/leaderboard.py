@@ -18,6 +18,9 @@ leaderboard_app = typer.Typer(
          "see, with intervals, significance groups, quotas and a private part revealed at the end "
          "(docs/leaderboard.md).")
 
+user_app = typer.Typer(no_args_is_help=True, help="Users and their teams.")
+leaderboard_app.add_typer(user_app, name="user")
+
 SiteArg = Annotated[Path, typer.Argument(help="The site directory (made by `klue leaderboard init`).",
                                          show_default=False)]
 
@@ -65,9 +68,8 @@ def init_command(
     print(f"next: klue leaderboard serve {site}")
 
 
-@leaderboard_app.command("user")
-def user_command(
-    action: Annotated[str, typer.Argument(help="add", show_default=False)],
+@user_app.command("add")
+def user_add_command(
     site: SiteArg,
     name: Annotated[str, typer.Option("--name", help="The user name.", show_default=False)],
     team: Annotated[str, typer.Option("--team", help="The user's team (created if new).", show_default=False)],
@@ -76,10 +78,8 @@ def user_command(
         "--password-env", help="Environment variable holding the password for logging in to the pages; without "
         "it the user has an API token only.", show_default=False)] = None,
 ) -> None:
-    """`user add SITE --name NAME --team TEAM`: add a user; prints its new API token once (only a hash is
-    kept: the token cannot be shown again)."""
-    if action != "add":
-        fail(f"unknown action {action!r}: `klue leaderboard user add SITE --name NAME --team TEAM`")
+    """Add a user to TEAM (created if new); prints its new API token once (only a hash is kept: the token
+    cannot be shown again)."""
     password = None
     if password_env is not None:
         password = os.environ.get(password_env)

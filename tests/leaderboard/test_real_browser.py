@@ -152,10 +152,15 @@ def test_demo_site_on_the_official_dev_sets(demo: tuple[LiveServer, str, list[Pa
     assert re.search(r"public nli score \d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\] \(95% interval", sent.stdout), sent.stdout
 
     browser.get(f"{server.url}/login")
+    # Cookies ignore the port: the other test's session on 127.0.0.1 would be sent to this server too.
+    browser.delete_all_cookies()
+    browser.get(f"{server.url}/login")
     browser.find_element(By.ID, "username").send_keys("admin")
     browser.find_element(By.ID, "password").send_keys(password)
     browser.find_element(By.ID, "login").click()
+    assert browser.current_url.endswith("/team"), browser.page_source[:2000]
     browser.get(f"{server.url}/submit")
+    assert browser.find_elements(By.ID, "name"), browser.page_source[:3000]
     browser.find_element(By.ID, "name").send_keys("browser-model")
     from selenium.webdriver.support.ui import Select
 

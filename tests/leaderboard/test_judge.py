@@ -164,3 +164,16 @@ def test_the_kernel_limits_stop_the_child(gold: tuple[Path, list[dict[str, Any]]
     monkeypatch.setattr(scorer, "judge", _hog)
     with pytest.raises(JudgeFailure, match="memory limit"):
         run_judge(request(path, bomb), Limits(memory_mib=4096))
+
+
+def test_messages_name_guids_in_file_order_whatever_their_part(gold: tuple[Path, list[dict[str, Any]]],
+                                                              tmp_path: Path) -> None:
+    path, records = gold
+    bad = tmp_path / "bad.jsonl"  # one prediction: every other guid is missing, and the message names some
+    bad.write_text(json.dumps({"guid": records[-1]["guid"], "label": "neutral"}) + "\n")
+    answer = judge(request(path, bad))
+    assert not answer["ok"]
+    named = [g["guid"] for g in records if any(g["guid"] in m for m in answer["problems"])]
+    private = {registry.get("nli").guid(r) for r in load("nli", path, None, 0, 0.5).private}
+    assert named and named == [r["guid"] for r in records[:len(named)]]  # the file's first ones, not a part's
+    assert any(g in private for g in named) and any(g not in private for g in named)

@@ -28,6 +28,7 @@ class Gold:
     format: str
     public: list[Any]
     private: list[Any]
+    records: list[Any]  # all of them, in file order: messages about a file never tell the two parts apart
 
 
 def read_gold(task_name: str, path: Path, fmt: str | None) -> tuple[Task[Any, Any], list[Any], str]:
@@ -47,4 +48,4 @@ def split(task: Task[Any, Any], records: Sequence[Any], seed: int, private_fract
 def load(task_name: str, path: Path, fmt: str | None, seed: int, private_fraction: float) -> Gold:
     task, records, found = read_gold(task_name, path, fmt)
     public, private = split(task, records, seed, private_fraction)
-    return Gold(task, found, public, private)
+    return Gold(task, found, public, private, records)

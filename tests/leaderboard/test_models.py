@@ -151,6 +151,30 @@ def test_jobs_of_a_silent_worker_are_requeued(django_site: dict[str, Any]) -> No
     DBTaskResult.objects.filter(pk__in=[dead.pk, alive.pk]).delete()
 
 
+def test_a_board_is_rebuilt_only_when_a_score_lands(django_site: dict[str, Any], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from klue.leaderboard import boards
+    from klue.leaderboard.models import Team
+    from klue.leaderboard.submissions import create_submission
+
+    built = []
+    real = boards.build_public_board
+    monkeypatch.setattr(boards, "build_public_board", lambda: built.append(1) or real())
+    first = boards.public_board()
+    again = boards.public_board()
+    assert len(built) == 1  # the second page came from the cache
+    assert [r.entry.submission_id for r in again.per_task["nli"]] == [r.entry.submission_id
+                                                                     for r in first.per_task["nli"]]
+    path = write_nli_predictions(django_site["records"], tmp_path / "c.jsonl", 0.5, seed=9)
+    submission = create_submission(Team.objects.create(name="cached"), None, "nli", "", path.name, path.read_bytes(),
+                                   path.stat().st_size)
+    boards.public_board()
+    assert len(built) == 1  # queued, not scored: the same board
+    assert _run_job(submission.pk, 0) == "scored"
+    assert "cached" in {r.entry.team for r in boards.public_board().per_task["nli"]}
+    assert len(built) == 2
+
+
 def test_boards_rank_entries_and_hide_the_private_part_until_reveal(django_site: dict[str, Any],
                                                                      tmp_path: Path) -> None:
     from klue.leaderboard.boards import board_json, private_board, public_board

@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "klue"
 # Top to bottom (docs/architecture.md, "Floors"); a unit may import its own floor or any floor below.
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__"}),  # __main__.py: `python -m klue`, the CLI by another door
+    frozenset({"leaderboard"}),
     frozenset({"benchmark", "reporting"}),
     frozenset({"families"}),
     frozenset({"training", "llm", "embed", "pretraining", "baselines"}),

@@ -1,0 +1,73 @@
+"""Locust load on a live `klue leaderboard serve` (issue 38): participants who read the board and send
+prediction files as fast as they can, several users per team so the quota is raced.
+
+Run by tests/leaderboard/test_real_locust.py (a bounded run) and benchmarks/leaderboard_bench.py (the figures in
+benchmarks/RESULTS.md); both start the server on 127.0.0.1. Settings come from the environment:
+
+- KLUE_LOCUST_TOKENS: JSON list of API tokens, one per team; user i takes token i mod len.
+- KLUE_LOCUST_FILES: JSON list of prediction files (task nli unless KLUE_LOCUST_TASK); each upload picks one.
+- KLUE_LOCUST_OUT: where to write, at the end, every answer of the submission endpoint: {"accepted": [[token
+  index, id], ...], "refused": [[token index, error], ...], "other": [[status, text], ...]}.
+
+    locust -f benchmarks/leaderboard_locustfile.py --headless --users 6 --spawn-rate 6 --run-time 10s \
+        --host http://127.0.0.1:PORT --csv OUT/locust
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from locust import HttpUser, between, events, task
+
+TOKENS: list[str] = json.loads(os.environ.get("KLUE_LOCUST_TOKENS", "[]"))
+FILES: list[str] = json.loads(os.environ.get("KLUE_LOCUST_FILES", "[]"))
+TASK = os.environ.get("KLUE_LOCUST_TASK", "nli")
+ANSWERS: dict[str, list[Any]] = {"accepted": [], "refused": [], "other": []}
+_next_user = itertools.count()  # locust runs the users as greenlets of one process: a plain counter is safe
+
+
+class Participant(HttpUser):
+    wait_time = between(0.05, 0.3)
+
+    def on_start(self) -> None:
+        if not TOKENS or not FILES:
+            raise RuntimeError("set KLUE_LOCUST_TOKENS and KLUE_LOCUST_FILES (see this file's docstring)")
+        self.team = next(_next_user) % len(TOKENS)
+        self.headers = {"Authorization": f"Bearer {TOKENS[self.team]}"}
+        self.uploads = [(Path(f).name, Path(f).read_bytes()) for f in FILES]
+
+    @task(4)
+    def board_api(self) -> None:
+        self.client.get("/api/leaderboard", name="GET /api/leaderboard")
+
+    @task(2)
+    def board_page(self) -> None:
+        self.client.get("/", name="GET /")
+
+    @task(2)
+    def submit(self) -> None:
+        name, data = random.choice(self.uploads)
+        with self.client.post("/api/submissions", headers=self.headers, data={"task": TASK, "name": "locust"},
+                              files={"predictions": (name, data, "application/octet-stream")},
+                              name="POST /api/submissions", catch_response=True) as response:
+            if response.status_code == 201:
+                ANSWERS["accepted"].append([self.team, response.json()["id"]])
+                response.success()
+            elif response.status_code == 429:  # the quota, as it should: counted, not a failure
+                ANSWERS["refused"].append([self.team, response.json().get("error", "")])
+                response.success()
+            else:
+                ANSWERS["other"].append([response.status_code, response.text[:300]])
+                response.failure(f"HTTP {response.status_code}")
+
+
+@events.quitting.add_listener
+def _write_answers(environment: Any, **_: Any) -> None:
+    out = os.environ.get("KLUE_LOCUST_OUT")
+    if out:
+        Path(out).write_text(json.dumps(ANSWERS), encoding="utf-8")

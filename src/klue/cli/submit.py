@@ -1,0 +1,155 @@
+"""`klue submit`: send a prediction file to a leaderboard (`klue leaderboard serve`), with the API token
+from KLUE_TOKEN. Standard library HTTP only, so a participant needs nothing beyond `pip install klue`."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from klue.cli._common import fail
+
+REFUSED = 2  # the server refused the submission (quota, a rejected file): its reason on stderr (README, "Exit codes")
+UNREACHABLE = 3
+
+
+def register(app: typer.Typer) -> None:
+    app.command("submit")(submit_command)
+
+
+def _multipart(fields: dict[str, str], file_field: str, path: Path) -> tuple[bytes, str]:
+    boundary = f"klue-{secrets.token_hex(16)}"
+    parts = []
+    for name, value in fields.items():
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
+    filename = path.name.replace('"', "_")
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{file_field}"; filename="{filename}"\r\n'
+                 f"Content-Type: application/octet-stream\r\n\r\n".encode() + path.read_bytes() + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def _call(server: str, path: str, token: str, body: bytes | None = None, content_type: str | None = None,
+          timeout: float = 300) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(server.rstrip("/") + path, data=body, method="POST" if body is not None else "GET")
+    request.add_header("Authorization", f"Bearer {token}")
+    request.add_header("Accept", "application/json")
+    if content_type:
+        request.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # the user's server URL
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        try:
+            answer = json.loads(error.read() or b"{}")
+        except json.JSONDecodeError:
+            answer = {"error": f"HTTP {error.code} {error.reason}"}
+        return error.code, answer if isinstance(answer, dict) else {"error": str(answer)}
+    except (urllib.error.URLError, OSError) as error:
+        fail(f"{server}: the leaderboard does not answer ({getattr(error, 'reason', error)})", UNREACHABLE)
+
+
+def _score_line(answer: dict[str, Any]) -> str:
+    scores = answer.get("scores") or {}
+    low, high = (scores.get("interval") or [None, None])[:2]
+    value = scores.get("task_score")
+    text = "undefined" if value is None else f"{value:.2f}"
+    interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+    ladder = answer.get("ladder")
+    if ladder and not ladder["accepted"]:
+        return (f"not better than your standing submission #{ladder['against']}: the board keeps its public "
+                f"{answer['task']} score {text}{interval}")
+    verdict = "; ladder: better, the board shows it" if ladder else ""
+    return f"public {answer['task']} score {text}{interval} (95% interval, {scores.get('n_examples')} examples){verdict}"
+
+
+def submit_command(
+    server: Annotated[str, typer.Option("--server", help="The leaderboard's address, e.g. https://lb.example.org.",
+                                        show_default=False)],
+    task: Annotated[str | None, typer.Option("--task", help="The task the predictions are for.",
+                                             show_default=False)] = None,
+    predictions: Annotated[Path | None, typer.Option("--predictions", help="The prediction file (JSON Lines as "
+                                                     "`klue score` reads it; .gz accepted).", show_default=False)] = None,
+    name: Annotated[str, typer.Option("--name", help="The model's name, shown on the board.")] = "",
+    check: Annotated[bool, typer.Option("--check", help="Only validate the file against the task's examples: every "
+                                        "problem with its guid; costs no quota and shows no score.")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the submission is scored and print the public "
+                                       "score with its interval.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object (id, status, and the public "
+                                          "scores once scored).")] = False,
+    token_env: Annotated[str, typer.Option("--token-env", help="Environment variable holding the API "
+                                           "token.")] = "KLUE_TOKEN",
+    select: Annotated[int | None, typer.Option("--select", help="Mark submission ID for the private ranking "
+                                               "(instead of sending a file).", show_default=False)] = None,
+    wait_timeout: Annotated[float, typer.Option("--wait-timeout", help="Seconds --wait waits at most.")] = 900,
+) -> None:
+    """Send PREDICTIONS for TASK to a leaderboard; prints the submission's id (with --wait, its public score).
+
+    A refused submission (the daily quota used up, a file the judge rejects, no or a wrong token) exits with
+    status 2 and the reason on stderr; a server that does not answer, 3.
+    """
+    token = os.environ.get(token_env, "").strip()
+    if not token:
+        fail(f"no API token: set {token_env} to the token `klue leaderboard user add` printed")
+    if select is not None:
+        status, answer = _call(server, f"/api/submissions/{select}/select", token, b"selected=1",
+                               "application/x-www-form-urlencoded")
+        _finish(status, answer, as_json, f"marked submission #{select} for the private ranking")
+        return
+    if task is None or predictions is None:
+        fail("give --task and --predictions (or --select ID)")
+    if not predictions.is_file():
+        fail(f"{predictions}: no such file")
+    body, content_type = _multipart({"task": task, "name": name}, "predictions", predictions)
+    if check:
+        status, answer = _call(server, "/api/check", token, body, content_type)
+        if status != 200:
+            _refused(answer, as_json)
+        if as_json:
+            print(json.dumps(answer, ensure_ascii=False))
+        else:
+            for line in answer.get("problems", []) + answer.get("warnings", []):
+                print(line, file=sys.stderr)
+            print(f"{predictions}: {'valid' if answer.get('ok') else 'not valid'} for {task}")
+        raise typer.Exit(0 if answer.get("ok") else REFUSED)
+    status, answer = _call(server, "/api/submissions", token, body, content_type)
+    if status != 201:
+        _refused(answer, as_json)
+    if wait:
+        deadline = time.monotonic() + wait_timeout
+        while answer.get("status") == "queued" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status, answer = _call(server, f"/api/submissions/{answer['id']}", token)
+            if status != 200:
+                _refused(answer, as_json)
+    if as_json:
+        print(json.dumps(answer, ensure_ascii=False))
+    else:
+        print(f"submission #{answer['id']}: {answer['status']}")
+        if answer.get("status") == "scored":
+            print(_score_line(answer))
+    if answer.get("status") in ("rejected", "failed"):
+        for line in answer.get("messages", []):
+            print(line, file=sys.stderr)
+        raise typer.Exit(REFUSED)
+
+
+def _finish(status: int, answer: dict[str, Any], as_json: bool, message: str) -> None:
+    if status != 200:
+        _refused(answer, as_json)
+    print(json.dumps(answer, ensure_ascii=False) if as_json else message)
+
+
+def _refused(answer: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(answer, ensure_ascii=False))
+    print(f"klue: error: refused: {answer.get('error', answer)}", file=sys.stderr)
+    raise typer.Exit(REFUSED)

@@ -1,0 +1,204 @@
+"""The site's configuration file (`leaderboard.yaml`), read with the line of every key so a mistake is
+reported as `file:line` (docs/leaderboard.md, "Configuration").
+
+```yaml
+title: KLUE course leaderboard
+tasks:
+  nli: {gold: data/klue-nli-v1.1_dev.json, private_fraction: 0.5}
+quota: {per_day: 5}
+public_ranking: plain      # or ladder
+final_submissions: 2
+```
+
+Unknown keys are errors (a misspelt `privat_fraction` would otherwise silently keep the default). No
+Django here: `klue leaderboard init` validates the whole file before anything is created.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from klue.errors import DataError, Problem
+
+RANKINGS = ("plain", "ladder")
+DEFAULT_UPLOAD_MIB = 64
+TOP_KEYS = {"title", "tasks", "quota", "public_ranking", "final_submissions", "seed", "limits"}
+TASK_KEYS = {"gold", "private_fraction", "format"}
+QUOTA_KEYS = {"per_day"}
+LIMIT_KEYS = {"upload_mib", "decompressed_mib", "cpu_seconds", "memory_mib"}
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One task of the site: its gold file, the reader to read it with, the private share."""
+
+    name: str
+    gold: Path
+    private_fraction: float = 0.5
+    format: str | None = None  # the task reader's name; None: told from the file as `klue score` tells it
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may cost: the upload, its decompressed size, the scoring process."""
+
+    upload_mib: int = DEFAULT_UPLOAD_MIB
+    decompressed_mib: int = 4 * DEFAULT_UPLOAD_MIB
+    cpu_seconds: int = 300
+    memory_mib: int = 4096
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    title: str
+    tasks: tuple[TaskConfig, ...]
+    per_day: int = 5
+    public_ranking: str = "plain"
+    final_submissions: int = 2
+    seed: int = 0  # the public/private split's seed
+    limits: Limits = field(default_factory=Limits)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "per_day": self.per_day, "public_ranking": self.public_ranking,
+                "final_submissions": self.final_submissions, "seed": self.seed,
+                "limits": vars(self.limits).copy(),
+                "tasks": {t.name: {"private_fraction": t.private_fraction} for t in self.tasks}}
+
+
+class _Reader:
+    """Values out of a composed YAML tree, every problem with its line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problems: list[Problem] = []
+
+    def error(self, node: yaml.Node, message: str) -> None:
+        self.problems.append(Problem(str(self.path), f"line {node.start_mark.line + 1}", message))
+
+    def mapping(self, node: yaml.Node, what: str, allowed: set[str]) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            self.error(node, f"{what} must be a mapping")
+            return {}
+        out: dict[str, yaml.Node] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key not in allowed:
+                self.error(key_node, f"unknown key {key!r} in {what}; known: {', '.join(sorted(allowed))}")
+            elif key in out:
+                self.error(key_node, f"{key!r} given twice in {what}")
+            else:
+                out[key] = value_node
+        return out
+
+    def scalar(self, node: yaml.Node, what: str) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            self.error(node, f"{what} must be a single value")
+            return None
+        return yaml.safe_load(yaml.serialize(node))
+
+    def integer(self, node: yaml.Node | None, what: str, default: int, low: int) -> int:
+        if node is None:
+            return default
+        value = self.scalar(node, what)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            self.error(node, f"{what} must be a whole number of at least {low}, not {value!r}")
+            return default
+        return value
+
+
+Canonical = Callable[[str], "str | None"]
+
+
+def load_config(path: Path, canonical: Canonical | None = None) -> SiteConfig:
+    """The configuration in `path`; DataError listing every problem (each with its line) otherwise.
+    `canonical`: a task name or alias -> the task's name, None when unknown (the registry's lookup; checked
+    here so a typo is a line, not a traceback)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"cannot read the configuration: {error}", path) from error
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise DataError([Problem(str(path), where, f"not YAML: {getattr(error, 'problem', error)}")]) from error
+    if root is None:
+        raise DataError("the configuration is empty; it needs at least `title` and `tasks`", path)
+    reader = _Reader(path)
+    top = reader.mapping(root, "the configuration", TOP_KEYS)
+    title = reader.scalar(top["title"], "title") if "title" in top else None
+    if "title" not in top or not isinstance(title, str) or not title.strip():
+        reader.error(top.get("title", root), "`title` must be a non-empty text")
+    tasks = _tasks(reader, top.get("tasks"), root, path.parent, canonical)
+    quota = reader.mapping(top["quota"], "quota", QUOTA_KEYS) if "quota" in top else {}
+    per_day = reader.integer(quota.get("per_day"), "quota.per_day", 5, 1)
+    ranking = "plain"
+    if "public_ranking" in top:
+        ranking = reader.scalar(top["public_ranking"], "public_ranking")
+        if ranking not in RANKINGS:
+            reader.error(top["public_ranking"], f"public_ranking must be one of {', '.join(RANKINGS)}, "
+                                                f"not {ranking!r}")
+    final = reader.integer(top.get("final_submissions"), "final_submissions", 2, 1)
+    seed = reader.integer(top.get("seed"), "seed", 0, 0)
+    limits = _limits(reader, top.get("limits"))
+    if reader.problems:
+        raise DataError(reader.problems)
+    return SiteConfig(str(title).strip(), tasks, per_day, str(ranking), final, seed, limits)
+
+
+def _tasks(reader: _Reader, node: yaml.Node | None, root: yaml.Node, base: Path,
+           canonical: Canonical | None) -> tuple[TaskConfig, ...]:
+    if node is None:
+        reader.error(root, "`tasks` is missing: name at least one task with its gold file")
+        return ()
+    if not isinstance(node, yaml.MappingNode) or not node.value:
+        reader.error(node, "`tasks` must map task names to {gold: PATH, private_fraction: F}")
+        return ()
+    out: list[TaskConfig] = []
+    for key_node, value_node in node.value:
+        name = str(key_node.value).strip().lower()
+        if canonical is not None:
+            found = canonical(name)
+            if found is None:
+                reader.error(key_node, f"unknown task {name!r} (`klue tasks` lists them)")
+                continue
+            name = found
+        entry = reader.mapping(value_node, f"tasks.{name}", TASK_KEYS)
+        if "gold" not in entry:
+            reader.error(value_node, f"tasks.{name} needs `gold`: the path of the gold file")
+            continue
+        gold = reader.scalar(entry["gold"], f"tasks.{name}.gold")
+        gold_path = (base / str(gold)).expanduser() if gold is not None else base
+        fraction = 0.5
+        if "private_fraction" in entry:
+            value = reader.scalar(entry["private_fraction"], f"tasks.{name}.private_fraction")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
+                    math.isfinite(value) and 0.0 < value < 1.0):
+                reader.error(entry["private_fraction"], f"tasks.{name}.private_fraction must be a number "
+                                                        f"between 0 and 1 (both parts need examples), not {value!r}")
+            else:
+                fraction = float(value)
+        fmt = reader.scalar(entry["format"], f"tasks.{name}.format") if "format" in entry else None
+        if any(t.name == name for t in out):
+            reader.error(key_node, f"task {name!r} is named twice")
+        out.append(TaskConfig(name, gold_path, fraction, None if fmt is None else str(fmt)))
+    return tuple(out)
+
+
+def _limits(reader: _Reader, node: yaml.Node | None) -> Limits:
+    if node is None:
+        return Limits()
+    entry = reader.mapping(node, "limits", LIMIT_KEYS)
+    default = Limits()
+    upload = reader.integer(entry.get("upload_mib"), "limits.upload_mib", default.upload_mib, 1)
+    return Limits(upload, reader.integer(entry.get("decompressed_mib"), "limits.decompressed_mib",
+                                         max(default.decompressed_mib, 4 * upload), 1),
+                  reader.integer(entry.get("cpu_seconds"), "limits.cpu_seconds", default.cpu_seconds, 1),
+                  reader.integer(entry.get("memory_mib"), "limits.memory_mib", default.memory_mib, 256))

@@ -1,0 +1,83 @@
+"""A scoring worker: django-tasks-db's `db_worker` (it claims jobs with `select_for_update(skip_locked)`),
+plus a heartbeat and the requeueing of jobs whose worker died.
+
+Each worker writes its heartbeat every `BEAT_S` seconds. Any worker, every `BEAT_S`, puts back in the queue
+the running jobs whose worker's heartbeat is older than `LOST_S` (or that no heartbeat names): a worker
+killed mid-job loses nothing. The job itself stores at most one score per (submission, generation)
+(klue.leaderboard.jobs), so a job requeued while its first worker was only slow is not scored twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import secrets
+import socket
+import threading
+
+from django.core.management import call_command
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from klue.leaderboard.models import WorkerHeartbeat
+
+BEAT_S = 2.0
+LOST_S = 15.0
+log = logging.getLogger("klue.leaderboard")
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()[:30]}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def requeue_lost(lost_after: float = LOST_S) -> int:
+    """Put back the running jobs whose worker's heartbeat is older than `lost_after` seconds; their count."""
+    cutoff = timezone.now() - dt.timedelta(seconds=lost_after)
+    alive = set(WorkerHeartbeat.objects.filter(beat_at__gte=cutoff, stopped=False).values_list("worker_id", flat=True))
+    requeued = 0
+    with transaction.atomic():
+        for job in DBTaskResult.objects.select_for_update().filter(status="RUNNING"):
+            owner = job.worker_ids[-1] if job.worker_ids else None
+            if owner in alive or (job.started_at is not None and job.started_at >= cutoff):
+                continue
+            job.status, job.started_at = "READY", None
+            job.save(update_fields=["status", "started_at"])
+            requeued += 1
+    if requeued:
+        log.warning("requeued %d job(s) whose worker stopped beating", requeued)
+    return requeued
+
+
+def _beat(worker_id: str, stop: threading.Event) -> None:
+    while not stop.wait(BEAT_S):
+        try:
+            WorkerHeartbeat.objects.filter(worker_id=worker_id).update(beat_at=timezone.now())
+            requeue_lost()
+        except Exception:  # a locked or restarting database: the next beat tries again
+            log.exception("heartbeat failed")
+        finally:
+            close_old_connections()
+    connection.close()
+
+
+def run_worker(worker_id: str | None = None, max_tasks: int | None = None) -> None:
+    """Run scoring jobs until stopped (SIGTERM/SIGINT end it after the current job)."""
+    worker_id = worker_id or new_worker_id()
+    WorkerHeartbeat.objects.update_or_create(worker_id=worker_id, defaults={
+        "host": socket.gethostname(), "pid": os.getpid(), "beat_at": timezone.now(), "stopped": False})
+    requeue_lost()
+    stop = threading.Event()
+    beater = threading.Thread(target=_beat, args=(worker_id, stop), name="heartbeat", daemon=True)
+    beater.start()
+    options: dict[str, object] = {"worker_id": worker_id, "interval": 0.3, "reload": False,
+                                  "startup_delay": False, "verbosity": 0}
+    if max_tasks is not None:
+        options["max_tasks"] = max_tasks
+    try:
+        call_command("db_worker", **options)
+    finally:
+        stop.set()
+        beater.join(timeout=5)
+        WorkerHeartbeat.objects.filter(worker_id=worker_id).update(stopped=True, beat_at=timezone.now())

@@ -1,0 +1,111 @@
+"""The configuration file: every key checked, each problem with its line, unknown keys refused; `init`
+refuses a bad file or a bad gold file with exit 2 and creates nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from live_site import klue, write_nli_gold
+
+from klue.errors import DataError
+from klue.leaderboard.config import load_config
+from klue.leaderboard.service import read_config
+
+
+def known(name: str) -> str | None:  # stands for the registry lookup
+    return {"nli": "nli", "klue-nli": "nli", "ner": "ner"}.get(name)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "leaderboard.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_full_configuration_is_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "title: 수업 리더보드\ntasks:\n  NLI: {gold: dev.json, private_fraction: 0.3}\n"
+                           "quota: {per_day: 3}\npublic_ranking: ladder\nfinal_submissions: 1\n"
+                           "limits: {upload_mib: 8, cpu_seconds: 60}\n")
+    config = load_config(path, known)
+    assert config.title == "수업 리더보드"
+    assert [(t.name, t.gold, t.private_fraction) for t in config.tasks] == [("nli", tmp_path / "dev.json", 0.3)]
+    assert (config.per_day, config.public_ranking, config.final_submissions) == (3, "ladder", 1)
+    assert (config.limits.upload_mib, config.limits.cpu_seconds, config.limits.decompressed_mib) == (8, 60, 256)
+
+
+def test_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "title: t\ntasks:\n  nli: {gold: a.json}\n"), known)
+    assert (config.per_day, config.public_ranking, config.final_submissions, config.limits.upload_mib) == (
+        5, "plain", 2, 64)
+    assert config.tasks[0].private_fraction == 0.5
+
+
+@pytest.mark.parametrize(("text", "line", "words"), [
+    ("title: t\ntasks:\n  nli: {gold: a.json, privat_fraction: 0.5}\n", 3, "unknown key 'privat_fraction'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nquota:\n  per_dya: 3\n", 5, "unknown key 'per_dya'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nranking: ladder\n", 4, "unknown key 'ranking'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json, private_fraction: 1.5}\n", 3, "between 0 and 1"),
+    ("title: t\ntasks:\n  nil: {gold: a.json}\n", 3, "unknown task 'nil'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\npublic_ranking: best\n", 4, "one of plain, ladder"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nquota: {per_day: 0}\n", 4, "at least 1"),
+    ("title: t\ntasks:\n  nli: {private_fraction: 0.5}\n", 3, "needs `gold`"),
+    ("title: t\ntasks: [1, 2\n", 3, "not YAML"),
+])
+def test_problems_name_their_line(tmp_path: Path, text: str, line: int, words: str) -> None:
+    with pytest.raises(DataError) as caught:
+        load_config(write(tmp_path, text), known)
+    messages = [str(p) for p in caught.value.problems]
+    assert any(f"leaderboard.yaml:line {line}:" in m and words in m for m in messages), messages
+
+
+def test_every_problem_at_once(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as caught:
+        load_config(write(tmp_path, "titel: t\ntasks:\n  nli: {gold: a.json, x: 1}\nquota: {per_day: -1}\n"), known)
+    assert len(caught.value.problems) >= 4  # titel unknown, title missing, x unknown, per_day
+
+
+def test_the_registry_names_the_tasks(tmp_path: Path) -> None:
+    config = read_config(write(tmp_path, "title: t\ntasks:\n  klue-nli: {gold: a.json}\n"))
+    assert config.tasks[0].name == "nli"  # an alias: the registry knows it
+
+
+@pytest.mark.slow  # `klue leaderboard init` in a process of its own
+def test_init_refuses_a_bad_config_and_creates_nothing(tmp_path: Path) -> None:
+    gold = tmp_path / "dev.json"
+    write_nli_gold(gold, 20)
+    config = write(tmp_path, f"title: t\ntasks:\n  nli: {{gold: {gold}}}\nquota: {{per_dai: 5}}\n")
+    done = klue("leaderboard", "init", str(tmp_path / "site"), "--config", str(config), check=False)
+    assert done.returncode == 2
+    assert "leaderboard.yaml:line 4" in done.stderr and "per_dai" in done.stderr
+    assert not (tmp_path / "site").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.slow  # `klue leaderboard init` in a process of its own
+def test_init_refuses_a_bad_gold_file_with_its_line(tmp_path: Path) -> None:
+    gold = tmp_path / "dev.json"
+    records = write_nli_gold(gold, 20)
+    records[3]["gold_label"] = "maybe"
+    gold.write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+    config = write(tmp_path, f"title: t\ntasks:\n  nli: {{gold: {gold}}}\n")
+    done = klue("leaderboard", "init", str(tmp_path / "site"), "--config", str(config), check=False)
+    assert done.returncode == 2, done.stderr
+    assert "dev.json" in done.stderr and "maybe" in done.stderr
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.slow  # `klue leaderboard init` in a process of its own
+def test_init_makes_gold_private_and_hashed(tmp_path: Path) -> None:
+    gold = tmp_path / "dev.json"
+    write_nli_gold(gold, 60)
+    config = write(tmp_path, f"title: t\ntasks:\n  nli: {{gold: {gold}}}\n")
+    klue("leaderboard", "init", str(tmp_path / "site"), "--config", str(config))
+    copied = tmp_path / "site" / "gold" / "nli" / "dev.json"
+    assert copied.read_bytes() == gold.read_bytes()
+    assert copied.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "site" / "site.json").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "site" / "db.sqlite3").stat().st_mode & 0o777 == 0o600
+    again = klue("leaderboard", "init", str(tmp_path / "site"), "--config", str(config), check=False)
+    assert again.returncode == 2 and "not empty" in again.stderr

@@ -1,0 +1,102 @@
+"""The end-to-end flow on a real PostgreSQL (issue 38, "Real parts in tests"): `klue leaderboard init --db
+postgresql://...`, two teams, `serve` as its own process, `klue submit --wait`, ranks with intervals and
+groups; and the quota holding exactly when one team's submissions arrive at once on several web workers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+from live_site import LiveServer, LiveSite, klue, write_config, write_nli_gold, write_nli_predictions
+from postgres import PostgresServer, postgres_server  # noqa: F401  # the fixture, by name
+
+pytestmark = [pytest.mark.slow, pytest.mark.longest]
+
+PER_DAY = 5
+
+
+@pytest.fixture(scope="module")
+def pg_server(tmp_path_factory: pytest.TempPathFactory,
+              postgres_server: PostgresServer) -> Iterator[LiveServer]:  # noqa: F811
+    base = tmp_path_factory.mktemp("pg-site")
+    gold = write_nli_gold(base / "nli_dev.json", 240)
+    site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", PER_DAY),
+                           db=postgres_server.new_database("lb"))
+    for name, team in (("alice", "Team A"), ("bob", "Team B"), ("carol", "Team C")):
+        site.add_user(name, team)
+    for name, accuracy in (("good", 0.95), ("poor", 0.4)):
+        write_nli_predictions(gold, base / f"{name}.jsonl", accuracy, seed=len(name))
+    # Three web workers: the concurrent submissions below reach the database from three processes at once.
+    server = LiveServer(site, workers=3, scorers=1).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_submit_and_rank_on_postgres(pg_server: LiveServer) -> None:
+    site, base = pg_server.site, pg_server.site.root.parent
+    assert not (site.root / "db.sqlite3").exists(), "--db postgresql:// must keep no SQLite file"
+    answers = {}
+    for user, predictions in (("alice", "good"), ("bob", "poor")):
+        done = klue("submit", "--server", pg_server.url, "--task", "nli", "--predictions",
+                    str(base / f"{predictions}.jsonl"), "--name", predictions, "--wait", "--json",
+                    env={"KLUE_TOKEN": site.tokens[user]})
+        answers[user] = json.loads(done.stdout)
+        assert answers[user]["status"] == "scored", answers[user]
+        low, high = answers[user]["scores"]["interval"]
+        assert low <= answers[user]["scores"]["task_score"] <= high
+    assert answers["alice"]["scores"]["task_score"] > answers["bob"]["scores"]["task_score"]
+
+    board = pg_server.get("/api/leaderboard").json()
+    assert board["revealed"] is False and "private" not in board
+    rows = board["public"]["tasks"]["nli"]
+    assert [r["team"] for r in rows] == ["Team A", "Team B"]
+    # 0.95 against 0.4 accuracy on 120 public examples: the paired test separates them, rank 2 follows.
+    assert [r["rank"] for r in rows] == [1, 2]
+    assert all(r["interval"][0] <= r["score"] <= r["interval"][1] for r in rows)
+    assert rows[1]["p_value"] is not None and rows[1]["p_value"] < 0.05
+
+    # The rows are in PostgreSQL, where the site said.
+    stored = site.query("SELECT t.name, s.status FROM leaderboard_submission s JOIN leaderboard_team t "
+                        "ON t.id = s.team_id WHERE t.name IN ('Team A', 'Team B') ORDER BY t.name")
+    assert stored == [("Team A", "scored"), ("Team B", "scored")]
+
+
+def test_quota_exact_under_concurrent_submissions_on_postgres(pg_server: LiveServer) -> None:
+    """12 attempts at once on a quota of 5: exactly 5 accepted and stored, 7 refused with the reset time."""
+    site, base = pg_server.site, pg_server.site.root.parent
+    token, attempts = site.tokens["carol"], 12
+    barrier = threading.Barrier(attempts)
+    codes: list[tuple[int, dict]] = []
+    lock = threading.Lock()
+
+    def attempt(i: int) -> None:
+        predictions = base / ("good.jsonl" if i % 2 else "poor.jsonl")
+        barrier.wait()
+        response = pg_server.submit(token, predictions, name=f"c{i}")
+        with lock:
+            codes.append((response.status_code, response.json()))
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(attempts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=180)
+    accepted = [answer["id"] for code, answer in codes if code == 201]
+    refused = [answer for code, answer in codes if code == 429]
+    assert len(codes) == attempts
+    assert len(accepted) == PER_DAY and len(set(accepted)) == PER_DAY, codes
+    assert len(refused) == attempts - PER_DAY, codes
+    assert all("quota" in r["error"] and r["resets_at"] for r in refused)
+    stored = site.query("SELECT s.id FROM leaderboard_submission s JOIN leaderboard_team t ON t.id = s.team_id "
+                        "WHERE t.name = 'Team C' ORDER BY s.id")
+    assert [row[0] for row in stored] == sorted(accepted)
+    # The sixth attempt of the day stays refused afterwards, whatever the first five were.
+    late = pg_server.submit(token, base / "good.jsonl")
+    assert late.status_code == 429
+    team = pg_server.get("/api/team", token).json()
+    assert team["quota"]["used"]["nli"] == PER_DAY and team["quota"]["resets_at"].endswith("00:00:00+00:00")

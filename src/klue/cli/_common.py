@@ -135,7 +135,7 @@ def with_own_data(command: Callable[..., None]) -> Callable[..., None]:
         command(**values, files=files_choice(*own_values))
 
     # typer reads the options from the signature and its annotations, which now name the own-data options
-    with_files.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    with_files.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]  # typeshed: no __signature__ on functions
     with_files.__annotations__ = {p.name: p.annotation for p in parameters}
     return with_files
 

@@ -21,6 +21,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from klue.scoring import RunRequest
+
 N_EXAMPLES = 64
 STEPS = 3
 
@@ -67,7 +69,7 @@ def main() -> None:
         marks.append((time.process_time(), time.perf_counter()))
 
     results = klue.training.run(
-        registry.get(args.task), args.model, data, 1, args.out / f"{args.task}-{args.precision}",
+        RunRequest(registry.get(args.task), args.model, data, 1, args.out / f"{args.task}-{args.precision}"),
         {"max_steps": STEPS, "batch_size": 8, "evals_per_epoch": 0, "save_checkpoints": False, "progress": False,
          "mixed_precision": args.precision, "resume": False, "logging_steps": 1}, on_step=mark)
     steps = list(pairwise(marks))

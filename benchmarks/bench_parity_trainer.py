@@ -51,6 +51,7 @@ import torch
 from klue import registry
 from klue.io.locate import roots_from
 from klue.protocols import ProtocolData, resolve
+from klue.scoring import RunRequest
 from klue.tasks.base import Task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +139,7 @@ def run_klue(task: Task[Any, Any], model_dir: Path, data: ProtocolData[Any], see
     from klue.training.run import run
 
     clock = StepClock()
-    results = run(task, str(model_dir), data, seed, out, klue_overrides(args), on_step=clock.tick)
+    results = run(RunRequest(task, str(model_dir), data, seed, out), klue_overrides(args), on_step=clock.tick)
     wall, cpu = clock.seconds_per_step()
     losses = [float(p.loss) for p in results.learning_curve if p.loss is not None]
     return SideResult("klue", seed, losses, {k: float(v) for k, v in results.scores.items()},

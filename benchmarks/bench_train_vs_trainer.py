@@ -43,6 +43,7 @@ from klue import registry
 from klue.io.locate import roots_from
 from klue.models.tiny import make_tiny_model_dir
 from klue.protocols import resolve
+from klue.scoring import RunRequest
 
 KLUE_VARIANTS: dict[str, dict[str, Any]] = {
     "klue": {},
@@ -102,7 +103,7 @@ def run_klue(task: Any, model_dir: Path, data: Any, args: argparse.Namespace, ou
                  "learning_rate": 5e-5, "warmup_ratio": 0.0, "max_len": args.max_len, "evals_per_epoch": 0,
                  "save_checkpoints": False, "progress": False, "logging_steps": 50, "cpu": True, **extra}
     clock = StepClock()
-    results = run(task, str(model_dir), data, args.seed, out, overrides, on_step=clock.tick)
+    results = run(RunRequest(task, str(model_dir), data, args.seed, out), overrides, on_step=clock.tick)
     train_wall, train_cpu = clock.examples_per_s(args.batch_size)
 
     # Inference timed apart from featurisation, as trainer.predict gets an already tokenised dataset.

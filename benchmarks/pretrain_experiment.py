@@ -35,6 +35,7 @@ from typing import Any
 
 from klue.errors import DataError
 from klue.pretraining.corpus import normalise_sentence, split_sentences
+from klue.scoring import RunRequest
 
 # The corpus: the Korean text on hand under --extra-data-dir (KorQuAD contexts, KorNLI and KorSTS sentences,
 # YNAT re-split titles, UD Korean sentences), split into sentences, minus every sentence that also occurs in
@@ -240,8 +241,8 @@ def main() -> None:
                              "warmup_ratio": 0.1, "weight_decay": 0.0, "eval_steps": steps, "progress": False,
                              "cpu": True}
                 t0 = time.perf_counter()
-                res = finetune(task, str(directory), protocol_data[task_name], seed,
-                               out / f"ft-{pretok}-{init}-{task_name}-seed{seed}", overrides)
+                res = finetune(RunRequest(task, str(directory), protocol_data[task_name], seed,
+                               out / f"ft-{pretok}-{init}-{task_name}-seed{seed}"), overrides)
                 row = {"pretokenize": pretok, "init": init, "task": task_name, "protocol": protocol, "seed": seed,
                        "scores": res.scores, "wall_s": time.perf_counter() - t0, "tokenizer": tok_info,
                        "mlm": mlm_info if init == "pretrained" else None}

@@ -15,6 +15,7 @@ import klue
 from klue import registry
 from klue.baselines import NoBaselineError, available_baselines, make_baseline, run
 from klue.errors import DataError
+from klue.scoring import RunRequest
 
 
 def test_every_registered_task_has_a_baseline() -> None:
@@ -32,7 +33,7 @@ def test_a_task_without_a_baseline_is_a_clear_error() -> None:
 
 def test_run_writes_scored_predictions_and_results(protocol_slice, tmp_path: Path) -> None:
     data = protocol_slice("ynat", 600, 200)
-    results = run(registry.get("ynat"), data, 3, tmp_path)
+    results = run(RunRequest(registry.get("ynat"), "classic", data, 3, tmp_path))
     lines = (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["guid"] for line in lines] == [r.guid for r in data.eval]
     written = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -41,15 +42,15 @@ def test_run_writes_scored_predictions_and_results(protocol_slice, tmp_path: Pat
     task = registry.get("ynat")
     assert written["metric_versions"] == {name: task.metric_spec(name).version for name in written["scores"]}
     assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left behind
-    again = run(registry.get("ynat"), data, 3, tmp_path / "again")
+    again = run(RunRequest(registry.get("ynat"), "classic", data, 3, tmp_path / "again"))
     assert again.scores == results.scores  # deterministic for a seed
 
 
 def test_empty_sides_are_data_errors(protocol_slice, tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no training records"):
-        run(registry.get("ynat"), protocol_slice("ynat", 0, 10), 1, tmp_path)
+        run(RunRequest(registry.get("ynat"), "classic", protocol_slice("ynat", 0, 10), 1, tmp_path))
     with pytest.raises(DataError, match="no evaluation records"):
-        run(registry.get("ynat"), protocol_slice("ynat", 10, 0), 1, tmp_path)
+        run(RunRequest(registry.get("ynat"), "classic", protocol_slice("ynat", 10, 0), 1, tmp_path))
 
 
 # -- the same predictions for any thread count ------------------------------------------------------------
@@ -62,6 +63,7 @@ from pathlib import Path
 import klue.baselines as baselines
 from klue import registry
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.tasks.nli.records import LABELS, NliRecord
 
 rng = random.Random(7)
@@ -75,8 +77,8 @@ real_make = baselines.make_baseline
 baselines.make_baseline = lambda task, seed: made.append(real_make(task, seed)) or made[-1]
 cut = len(records) * 4 // 5
 out = Path(sys.argv[1])
-baselines.run(registry.get("nli"), ProtocolData("files", False, "synthetic", records[:cut], records[cut:], None, ()),
-              42, out)
+baselines.run(RunRequest(registry.get("nli"), "classic", ProtocolData("files", False, "synthetic", records[:cut],
+                                                                      records[cut:], None, ()), 42, out))
 digest = hashlib.sha256(made[0]._model.coef_.tobytes())  # the fitted weights, bit for bit (test-only peek)
 digest.update((out / "predictions.jsonl").read_bytes())
 print(digest.hexdigest())
@@ -139,7 +141,7 @@ def test_baselines_fit_predict_and_are_scored_single_threaded(tmp_path: Path, mo
     data = ProtocolData("files", False, "synthetic", records[:6], records[6:], None, ())
     with threadpool_limits(limits=2):  # as on a machine with cores to spare
         assert {pool["num_threads"] for pool in threadpool_info()} == {2}
-        results = baselines.run(registry.get("nli"), data, 1, tmp_path)
+        results = baselines.run(RunRequest(registry.get("nli"), "classic", data, 1, tmp_path))
         assert {pool["num_threads"] for pool in threadpool_info()} == {2}  # given back afterwards
     assert results.scores["accuracy"] == 100.0
     assert seen == {"fit": {1}, "predict": {1}, "score": {1}}

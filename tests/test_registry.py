@@ -15,6 +15,7 @@ import klue.tasks
 from generic_checks import check_declaration, check_gold_scores_the_maximum, slice_of
 from klue import protocols, registry
 from klue.io.locate import DataRoots
+from klue.scoring import RunRequest
 from klue.tasks.base import Task
 
 TASKS = registry.all_tasks()
@@ -109,7 +110,7 @@ def test_a_ninth_task_is_one_new_package(ninth_task: Task, klue_data_dir: Path, 
     assert listed.exit_code == 0 and NINTH in [t["name"] for t in json.loads(listed.output)]
 
     data = protocols.resolve(ninth_task, ninth_task.default_local_protocol, roots)
-    results = run(ninth_task, slice_of(data, 600, 200), 1, tmp_path / "bench" / NINTH / "classic" / "seed1")
+    results = run(RunRequest(ninth_task, "classic", slice_of(data, 600, 200), 1, tmp_path / "bench" / NINTH / "classic" / "seed1"))
     assert results.task == NINTH and results.scores[ninth_task.key_metric] > 0
     assert set(results.metric_versions) == set(results.scores)
     board = to_markdown(build_leaderboard(load_aggregate(tmp_path / "bench")))

@@ -22,11 +22,9 @@ from typing import Any
 
 from klue.errors import DataError
 from klue.io.threads import BASELINE_LIBRARIES, single_threaded_numerics
-from klue.metrics.report import MetricMode
 from klue.predictions import write_predictions
-from klue.protocols import ProtocolData
 from klue.results import CLASSIC, PREDICTIONS_FILE, Results
-from klue.scoring import ProducerReport, judge
+from klue.scoring import ProducerReport, RunRequest
 from klue.tasks.base import Baseline, Task
 
 MODEL_NAME = CLASSIC  # Results.model and Results.model_family for every CPU baseline
@@ -66,15 +64,15 @@ def _per_second(count: int, seconds: float) -> float | None:
     return count / seconds if seconds > 0 else None
 
 
-def run(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-        mode: MetricMode = "official") -> Results:
-    """Train the task's baseline on `protocol_data.train`, predict `protocol_data.eval`, write
+def run(request: RunRequest) -> Results:
+    """Train the task's baseline on the protocol data's training part, predict its evaluation part, write
     `out_dir/predictions.jsonl`, and return the judge's Results (also written to `out_dir/results.json`)."""
+    task, protocol_data, seed = request.task, request.protocol_data, request.seed
     if not protocol_data.train:
         raise DataError(f"{task.name}: protocol {protocol_data.protocol!r} gives no training records")
     if not protocol_data.eval:
         raise DataError(f"{task.name}: protocol {protocol_data.protocol!r} gives no evaluation records")
-    out_dir = Path(out_dir)
+    out_dir = Path(request.out_dir)
     started = time.perf_counter()
     baseline = make_baseline(task, seed)
     attach = getattr(baseline, "attach_data", None)
@@ -97,14 +95,4 @@ def run(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_d
         hyperparameters={**baseline.hyperparameters, "seed": seed}, train_time_s=train_time,
         train_examples_per_s=_per_second(len(protocol_data.train), train_time),
         eval_examples_per_s=_per_second(len(protocol_data.eval), predict_time))
-    return judge(task, protocol_data, out_dir, mode, producer)
-
-
-def run_locked(task: Task[Any, Any], protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-               mode: MetricMode = "official") -> Results:
-    """`run` holding `out_dir` (klue.io.lock): what `klue train --model classic` calls. The benchmark's cells
-    call `run` directly, under the benchmark's own lock."""
-    from klue.io.lock import exclusive
-
-    with exclusive(Path(out_dir), f"klue train {task.name} classic"):
-        return run(task, protocol_data, seed, out_dir, mode)
+    return request.judge(protocol_data, producer)

@@ -175,23 +175,28 @@ def resolve(task: Task[Any, Any], name: str, roots: DataRoots) -> ProtocolData[A
     return _hash_split(task, spec, roots)
 
 
-def _source(ref: FileRef, roots: DataRoots, n_examples: int, used_as: str) -> DataSource:
+def _path(ref: FileRef, roots: DataRoots) -> Path:
+    """Where a protocol's file is: resolve checked that every file exists."""
     path = ref.locate(roots)
-    assert path is not None  # resolve checked that every file exists
-    return data_source(path, n_examples, used_as, roots.of(ref.root))
+    assert path is not None
+    return path
+
+
+def _source(ref: FileRef, roots: DataRoots, n_examples: int, used_as: str) -> DataSource:
+    return data_source(_path(ref, roots), n_examples, used_as, roots.of(ref.root))
 
 
 def _files(task: Task[Any, Any], spec: FileProtocol, roots: DataRoots) -> ProtocolData[Any]:
     found: list[Problem] = []
-    train = _records(task, spec.train.locate(roots), spec.reader, warnings=found)  # type: ignore[arg-type]
-    evaluation = _records(task, spec.eval.locate(roots), spec.reader, warnings=found)  # type: ignore[arg-type]
+    train = _records(task, _path(spec.train, roots), spec.reader, warnings=found)
+    evaluation = _records(task, _path(spec.eval, roots), spec.reader, warnings=found)
     sources = (_source(spec.train, roots, len(train), "train"), _source(spec.eval, roots, len(evaluation), "eval"))
     return ProtocolData(spec.name, False, spec.description, train, evaluation, None, sources, roots, tuple(found))
 
 
 def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots) -> ProtocolData[Any]:
     found: list[Problem] = []
-    records = _records(task, spec.split.locate(roots), spec.reader, warnings=found)  # type: ignore[arg-type]
+    records = _records(task, _path(spec.split, roots), spec.reader, warnings=found)
     train, evaluation = split_by_group(task, records, spec.train_fraction)
     pct = round(spec.train_fraction * 100)
     sources = [_source(spec.split, roots, len(train), f"train ({pct}% by {spec.group} hash)"),
@@ -199,7 +204,7 @@ def _hash_split(task: Task[Any, Any], spec: HashSplitProtocol, roots: DataRoots)
     n_split_train = len(train)
     added = []
     for extra in spec.extra_train:
-        extra_records = _records(task, extra.file.locate(roots), extra.reader, warnings=found)  # type: ignore[arg-type]
+        extra_records = _records(task, _path(extra.file, roots), extra.reader, warnings=found)
         train.extend(extra_records)
         sources.append(_source(extra.file, roots, len(extra_records), "train (whole file)"))
         note = f"; {extra.note}" if extra.note else ""

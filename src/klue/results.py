@@ -138,6 +138,8 @@ class LlmSummary:
     outputs_file: str | None = None  # prompts, raw answers and parses per example, beside the predictions
     notes: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)  # metrics left out of `scores` in this mode
+    # `--mode auto` generated where the task scores by log-likelihood: the backend gave none (notes say why)
+    instead_of_loglik: bool = False
     # Shots (klue.llm.run): how they were drawn, and how often the answer simply repeated a shot's label.
     shot_policy: str = ""  # e.g. "balanced over labels, seeded" or "random, seeded"
     shot_label_agreement: float | None = None  # classification: share of answers equal to the last shot's label

@@ -155,6 +155,24 @@ def result_to_json(result: ScoreResult) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class RunRequest:
+    """What a model family asks of its producer (klue.families -> klue.baselines, klue.training, klue.llm,
+    klue.embed): one model spec on one task's protocol data with one seed, predictions and results into
+    `out_dir`, judged in `metric_mode`. The producer answers with the judge's Results (`judge`)."""
+
+    task: Task[Any, Any]
+    model_spec: str  # as the user wrote it: "classic", a hub name or directory, "hf:...", "emb:..."
+    protocol_data: ProtocolData[Any]  # the records the protocol gives: training, selection, evaluation
+    seed: int
+    out_dir: Path
+    metric_mode: MetricMode = "official"
+
+    def judge(self, data: ProtocolData[Any], producer: ProducerReport, *, write: bool = True) -> Results:
+        """`judge` of this run's predictions against `data` (the protocol data, or the part evaluated)."""
+        return judge(self.task, data, self.out_dir, self.metric_mode, producer, write=write)
+
+
+@dataclass(frozen=True)
 class ProducerReport:
     """What a producer says about its run; the judge adds the scores, the data and the provenance."""
 

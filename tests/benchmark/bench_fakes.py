@@ -17,10 +17,8 @@ from typing import Any
 from klue.benchmark.cells import CellSpec
 from klue.errors import DataError
 from klue.predictions import write_predictions
-from klue.protocols import ProtocolData
 from klue.results import PREDICTIONS_FILE, Results
-from klue.scoring import ProducerReport, judge
-from klue.tasks.base import Task
+from klue.scoring import ProducerReport, RunRequest
 
 INTERRUPT_MARK = "interrupt-at"  # file in the benchmark dir holding "<task>/seed<k>"
 FAIL_MARK = "fail-task"  # file in the benchmark dir holding a task name
@@ -51,13 +49,14 @@ def counting_cell(spec: CellSpec) -> Results:
                    metric_mode=spec.mode, scores={"score": 50.0 + spec.seed}, predictions_file="predictions.jsonl")
 
 
-def oracle_family(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-                  mode: str, overrides: Mapping[str, Any]) -> Results:
+def oracle_family(request: RunRequest, overrides: Mapping[str, Any]) -> Results:
     started = time.perf_counter()
-    predictions = [task.gold_prediction(r) for r in protocol_data.eval]
-    write_predictions(out_dir / PREDICTIONS_FILE, task, protocol_data.eval, predictions, "the oracle")
-    producer = ProducerReport(model=model, model_family="oracle", seed=seed, started=started, recipe="gold answers")
-    return judge(task, protocol_data, out_dir, mode, producer)  # type: ignore[arg-type]
+    task, data = request.task, request.protocol_data
+    predictions = [task.gold_prediction(r) for r in data.eval]
+    write_predictions(request.out_dir / PREDICTIONS_FILE, task, data.eval, predictions, "the oracle")
+    producer = ProducerReport(model=request.model_spec, model_family="oracle", seed=request.seed, started=started,
+                              recipe="gold answers")
+    return request.judge(data, producer)
 
 
 def device_cell(spec: CellSpec) -> Results:

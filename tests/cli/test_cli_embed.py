@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fake_embeddings import FakeEmbeddings
+from fake_openai import FakeOpenAI
 from klue import registry
 from klue.cli.embed import applicable_tasks
 from klue.errors import DataError
+from klue.scoring import RunRequest
 
 KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 
@@ -75,7 +76,7 @@ def test_a_classic_an_encoder_and_an_embedding_row_make_one_report(tmp_path: Pat
                                          .read_text(encoding="utf-8"))[:30], ensure_ascii=False), encoding="utf-8")
     encoder = make_tiny_model_dir(tmp_path / "tiny", "bert", [r[5] for r in rows[1:300]] + [r[6] for r in rows[1:300]],
                                   vocab_size=500, hidden_size=32, layers=1, heads=2, intermediate_size=64, max_len=128)
-    server = FakeEmbeddings(normalise=True)
+    server = FakeOpenAI(model_id="fake-embedder", normalise=True)
     out = tmp_path / "bench"
     try:
         result = klue("benchmark", "--model", "classic", "--model", str(encoder), "--model",
@@ -121,7 +122,7 @@ def test_a_done_cell_made_with_another_prompt_is_refused(tmp_path: Path) -> None
 
     records = [YnatRecord(f"g{i}", f"제목 {LABELS[i % 7]} {i}", LABELS[i % 7]) for i in range(28)]
     data = ProtocolData("local:x", False, "synthetic", records[:21], records[21:], None, ())
-    run(registry.get("ynat"), "emb:toy", data, 1, tmp_path, "official", ToyBackend(), EmbedSettings("query: ", None,
+    run(RunRequest(registry.get("ynat"), "emb:toy", data, 1, tmp_path, "official"), ToyBackend(), EmbedSettings("query: ", None,
                                                                                                       False))
     cell = CellSpec("ynat", "emb:toy", 1, "auto", "official", str(tmp_path))
     check_done_cells([cell], "query: ", None)  # the same prompt: the cell is simply done

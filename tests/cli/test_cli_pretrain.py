@@ -85,7 +85,8 @@ def test_bad_options_are_data_errors(tmp_path: Path) -> None:
     corpus.write_text("가나다\n", encoding="utf-8")
     result = runner.invoke(app, ["pretrain", "tokenizer", "-c", str(corpus), "-o", str(tmp_path / "t"),
                                  "--algorithm", "sentencepiece"])
-    assert result.exit_code != 0 and "unknown algorithm" in str(result.exception or result.output)
+    assert result.exit_code != 0 and "--algorithm 'sentencepiece': one of wordpiece, bpe, unigram" in str(
+        result.exception or result.output)  # klue.io.choices.choice_of: the option, the value, the choices
     result = runner.invoke(app, ["pretrain", "pii", "-i", str(corpus), "-o", str(tmp_path / "p"), "--kinds", "zip"])
     assert result.exit_code != 0
 

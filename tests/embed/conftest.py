@@ -1,4 +1,4 @@
-"""Fixtures of the embedding tests: a fake embeddings server, and a backend that embeds in the test process."""
+"""Fixtures of the embedding tests: the fake OpenAI-compatible server (tests/fake_openai.py) serving embeddings, and a backend that embeds in the test process."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from fake_embeddings import FakeEmbeddings, ToyBackend
+from fake_embeddings import ToyBackend
+from fake_openai import FakeOpenAI
 
 
 @pytest.fixture
-def fake_server() -> Iterator[FakeEmbeddings]:
-    server = FakeEmbeddings()
+def fake_server() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI(model_id="fake-embedder")
     try:
         yield server
     finally:

@@ -18,7 +18,7 @@ from klue.embed.run import EmbedSettings, run
 from klue.errors import DataError
 from klue.protocols import ProtocolData
 from klue.results import EMBEDDING, PREDICTIONS_FILE, RESULTS_FILE, read_results
-from klue.scoring import score_predictions
+from klue.scoring import RunRequest, score_predictions
 from klue.tasks.ynat.records import LABELS, YnatRecord
 
 TOPIC_WORDS = {label: [f"{label}{i}어" for i in range(4)] for label in LABELS}
@@ -43,7 +43,7 @@ def test_a_classification_run_is_scored_by_the_judge_from_its_prediction_file(tm
     task = registry.get("ynat")
     data = ynat_data(140, 35)
     backend = ToyBackend(dim=128)
-    results = run(task, "emb:toy", data, 3, tmp_path, "official", backend, EmbedSettings(progress=False))
+    results = run(RunRequest(task, "emb:toy", data, 3, tmp_path, "official"), backend, EmbedSettings(progress=False))
     assert results.model_family == EMBEDDING and results.model == "emb:toy" and results.n_train == 140
     assert results.scores["macro_f1"] > 90  # the topic words are learnt
     again = score_predictions(task, data.eval, tmp_path / PREDICTIONS_FILE)
@@ -62,17 +62,17 @@ def test_a_rerun_asks_the_model_nothing_and_writes_the_same_predictions(tmp_path
     task = registry.get("ynat")
     data = ynat_data(70, 14)
     cache = tmp_path / "cache.sqlite"
-    run(task, "emb:toy", data, 1, tmp_path / "a", "official", ToyBackend(dim=64), EmbedSettings(progress=False),
+    run(RunRequest(task, "emb:toy", data, 1, tmp_path / "a", "official"), ToyBackend(dim=64), EmbedSettings(progress=False),
         cache_path=cache)
     backend = ToyBackend(dim=64)
-    results = run(task, "emb:toy", data, 1, tmp_path / "b", "official", backend, EmbedSettings(progress=False),
+    results = run(RunRequest(task, "emb:toy", data, 1, tmp_path / "b", "official"), backend, EmbedSettings(progress=False),
                   cache_path=cache)
     assert backend.asked == [] and results.embedding and results.embedding.cache_hits == 84
     assert (tmp_path / "a" / PREDICTIONS_FILE).read_bytes() == (tmp_path / "b" / PREDICTIONS_FILE).read_bytes()
 
 
 def test_limit_scores_the_first_examples_as_a_partial_run(tmp_path: Path) -> None:
-    results = run(registry.get("ynat"), "emb:toy", ynat_data(70, 30), 1, tmp_path, "official", ToyBackend(dim=64),
+    results = run(RunRequest(registry.get("ynat"), "emb:toy", ynat_data(70, 30), 1, tmp_path, "official"), ToyBackend(dim=64),
                   EmbedSettings(limit=9, progress=False))
     assert results.partial and results.n_eval == 9 and "--limit" in results.protocol_description
     assert len((tmp_path / PREDICTIONS_FILE).read_text().splitlines()) == 9
@@ -82,7 +82,7 @@ def test_a_task_without_an_embedding_use_is_refused_with_its_reason(tmp_path: Pa
     task = next(t for t in registry.all_tasks() if t.embedding is None)
     data = ProtocolData("local:x", False, "", [object()], [object()], None, ())
     with pytest.raises(DataError, match="does not apply to sentence-embedding models: " + task.no_embedding[:20]):
-        run(task, "emb:toy", data, 1, tmp_path, "official", ToyBackend())
+        run(RunRequest(task, "emb:toy", data, 1, tmp_path, "official"), ToyBackend())
 
 
 @pytest.mark.realdata
@@ -92,7 +92,7 @@ def test_every_applicable_task_runs_on_its_real_records(task_name: str, tmp_path
     task = registry.get(task_name)
     data = protocol_slice(task_name, 120, 40)
     backend = ToyBackend(dim=32)
-    results = run(task, "emb:toy", data, 1, tmp_path, "official", backend, EmbedSettings(progress=False))
+    results = run(RunRequest(task, "emb:toy", data, 1, tmp_path, "official"), backend, EmbedSettings(progress=False))
     use = task.make_embedding()
     assert results.status == "ok" and set(results.scores) >= set(task.main_metrics)
     assert results.embedding and results.embedding.use == use.kind
@@ -115,7 +115,7 @@ def test_every_applicable_task_runs_on_its_real_records(task_name: str, tmp_path
 
 def test_url_credentials_are_in_no_output(tmp_path: Path) -> None:
     spec = "emb:openai:m@http://user:pa55word@127.0.0.1:9/v1"
-    results = run(registry.get("ynat"), spec, ynat_data(21, 7), 1, tmp_path, "official", ToyBackend(dim=32),
+    results = run(RunRequest(registry.get("ynat"), spec, ynat_data(21, 7), 1, tmp_path, "official"), ToyBackend(dim=32),
                   EmbedSettings(progress=False))
     assert results.model == "emb:openai:m@http://***@127.0.0.1:9/v1"
     assert all("pa55word" not in path.read_text(errors="replace") for path in tmp_path.iterdir() if path.is_file())

@@ -64,8 +64,8 @@ def test_options_are_each_familys_dataclass() -> None:
     with pytest.raises(DataError, match="take no hyper-parameter overrides"):
         families.family_of(CLASSIC).options({"epochs": 2})
     llm = families.family_of("hf:x")
-    options = llm.options({"shots": 2, "concurrency": 8, "mode": "generate"})
-    assert (options.settings.shots, options.settings.mode, options.backend.concurrency) == (2, "generate", 8)
+    options = llm.options({"shots": 2, "concurrency": 8, "method": "generate"})
+    assert (options.settings.shots, options.settings.method, options.backend.concurrency) == (2, "generate", 8)
     assert options.backend.timeout_s == 120.0 and options.settings.limit is None  # the defaults
     with pytest.raises(DataError, match="not epochs"):
         llm.options({"epochs": 2})
@@ -88,3 +88,24 @@ def test_local_workers_take_gpus_only_for_gpu_families() -> None:
     server = "openai:qwen@http://127.0.0.1:8000/v1"
     assert worker_count(4, [server], ["0", "1"]) == 4  # HTTP cells use no GPU here: not one worker per GPU
     assert worker_count(4, [server, "hf:org/lm"], ["0", "1"]) == 2
+
+
+def test_a_new_family_is_one_module_and_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """tests/families/toy_family.py is a whole family; one line in FAMILIES makes `toy:NAME` a spec the
+    registry places, a benchmark plans (not where it does not apply) and a cell runs to the judge's Results."""
+    import toy_family
+
+    from klue import registry
+    from klue.protocols import ProtocolData
+    from klue.scoring import RunRequest
+    from klue.tasks.ynat.records import LABELS, YnatRecord
+
+    monkeypatch.setattr(families, "FAMILIES", (*families.FAMILIES, toy_family.FAMILY))
+    assert families.family_of("toy:x") is toy_family.FAMILY and not families.uses_gpu("toy:x")
+    plan = BenchmarkPlan(("ynat", "sts"), ("toy:x",), (1,), tmp_path)
+    assert [cell.task for cell in plan.cells()] == ["ynat"]  # STS has no labels: not applicable, no cell
+    records = [YnatRecord(f"g{i}", f"제목 {i}", LABELS[0 if i % 3 else 1]) for i in range(30)]
+    data = ProtocolData("local:x", False, "synthetic", records[:20], records[20:], None, ())
+    results = families.family_of("toy:x").run_cell(RunRequest(registry.get("ynat"), "toy:x", data, 1, tmp_path), {})
+    assert results.status == "ok" and results.model_family == "toy" and results.n_eval == 10
+    assert results.scores["accuracy"] == pytest.approx(70.0)  # 7 of the last 10 carry the most frequent label

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from klue.errors import DataError
+from klue.io.endpoints import ServerOptions
 from klue.llm.backends.base import (
     BackendBase,
-    BackendOptions,
     Capabilities,
     GenerateRequest,
     GenerateResult,
@@ -25,7 +25,7 @@ def check_target(target: str) -> None:
         raise DataError(f"fake:{target}: the word has no spaces")
 
 
-def open_backend(target: str, options: BackendOptions) -> FakeBackend:
+def open_backend(target: str, options: ServerOptions) -> FakeBackend:
     return FakeBackend(target)
 
 

@@ -14,6 +14,7 @@ import pytest
 from klue import registry
 from klue.errors import ProblemLog
 from klue.io.locate import DataRoots, roots_from
+from klue.scoring import RunRequest
 
 llguidance = pytest.importorskip("llguidance", reason="constrained decoding in process needs llguidance (klue[llm])")
 
@@ -162,8 +163,8 @@ def test_a_run_records_constrained_decoding(backend: Any, roots: DataRoots, tmp_
     data = resolve(task, choose_protocol(task, "auto", roots), roots)
     rates = {}
     for constrained in (True, False):
-        settings = LlmSettings(mode="generate", limit=N, constrained=constrained, progress=False)
-        results = run(task, "hf:tiny", data, 1, tmp_path / str(constrained), settings=settings, backend=backend)
+        settings = LlmSettings(method="generate", limit=N, constrained=constrained, progress=False)
+        results = run(RunRequest(task, "hf:tiny", data, 1, tmp_path / str(constrained)), settings=settings, backend=backend)
         assert results.llm is not None
         rates[constrained] = results.llm.parse_failure_rate
         assert results.llm.n_constrained == (N if constrained else 0)

@@ -28,6 +28,7 @@ from klue.llm.backends.base import (
 from klue.llm.run import LlmSettings, run
 from klue.llm.shots import BALANCED, draw_shots, shot_label_agreement
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.tasks.mrc.records import MrcAnswer, MrcRecord
 from klue.tasks.nli.records import LABELS as NLI_LABELS
 from klue.tasks.nli.records import NliRecord
@@ -100,7 +101,7 @@ def test_shots_are_dropped_then_the_passage_cut_then_the_example_counted_unfit(t
     reserve = min(budget, prompts.max_new_tokens(short)) + fitting.MARGIN
     # room for the short example with no shots, not with one (a shot is longer than the slack)
     context = len(completion_prompt(prompts, short, [])) + reserve + 10
-    results = run(task, "chars:test", data(train, [short, long, hopeless]), 1, tmp_path,
+    results = run(RunRequest(task, "chars:test", data(train, [short, long, hopeless]), 1, tmp_path),
                   settings=LlmSettings(shots=1, max_context=context, progress=False), backend=backend)
     llm = results.llm
     assert results.status == "ok" and llm is not None
@@ -138,7 +139,7 @@ def test_an_error_names_the_example_not_the_request(tmp_path: Path) -> None:
     task = registry.get("mrc")
     evaluation = [mrc(f"q-{i}", f"지문 {i}: 한국의 수도는 서울이다.") for i in range(3)]
     with pytest.raises(BackendError, match=r"mrc example q-1: generate request 1: the server answered HTTP 500"):
-        run(task, "chars:test", data(evaluation, evaluation), 1, tmp_path,
+        run(RunRequest(task, "chars:test", data(evaluation, evaluation), 1, tmp_path),
             settings=LlmSettings(progress=False), backend=CharBackend(fail_on="지문 1:"))
 
 
@@ -161,7 +162,7 @@ def test_shot_label_agreement_and_its_chance_level(tmp_path: Path) -> None:
     task = registry.get("nli")
     train = [nli(f"t-{i}", NLI_LABELS[i % 3]) for i in range(30)]
     evaluation = [nli(f"e-{i}", NLI_LABELS[i % 3]) for i in range(30)]
-    results = run(task, "chars:test", data(train, evaluation), 1, tmp_path,
+    results = run(RunRequest(task, "chars:test", data(train, evaluation), 1, tmp_path),
                   settings=LlmSettings(shots=1, progress=False), backend=CharBackend(word="함의"))
     llm = results.llm
     assert llm is not None and llm.shot_policy == BALANCED
@@ -180,8 +181,8 @@ def test_answers_end_at_the_next_example_marker(tmp_path: Path) -> None:
     assert {"\n\n", "\n답:", "\n- 답:", "\n사람:", "\n전제:"} <= set(stops)
     assert cut_at_stops("중립\n- 답: 함의", stops) == "중립"
     evaluation = [nli(f"e-{i}", "neutral") for i in range(3)]
-    results = run(task, "chars:test", data(evaluation, evaluation), 1, tmp_path,
-                  settings=LlmSettings(mode="generate", progress=False),
+    results = run(RunRequest(task, "chars:test", data(evaluation, evaluation), 1, tmp_path),
+                  settings=LlmSettings(method="generate", progress=False),
                   backend=CharBackend("중립\n사람: 전제는 함의"))
     assert results.scores["accuracy"] == pytest.approx(100.0)
     assert results.llm is not None and results.llm.n_parse_failures == 0

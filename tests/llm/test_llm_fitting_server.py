@@ -12,11 +12,11 @@ import pytest
 pytest.importorskip("httpx", reason="the HTTP backend needs httpx: pip install 'klue[llm]'")
 
 from fake_openai import FakeOpenAI
-
 from klue import registry
 from klue.llm.backends.openai import OpenAIBackend
 from klue.llm.run import LlmSettings, run
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.tasks.mrc.records import MrcAnswer, MrcRecord
 
 N_CTX = 130  # the short question fits without its shot (65 toy tokens + the answer's budget), not with it
@@ -34,7 +34,7 @@ def test_a_refused_long_prompt_teaches_the_context_and_the_task_runs(fake_server
     train = [mrc(f"t-{i}", f"한국의 수도는 서울 이다 {i} " + "긴 예시 문장 " * 20) for i in range(3)]
     evaluation = [mrc("short", "한국의 수도는 서울 이다"), mrc("long", "한국의 수도는 서울 이다 " + "다른 말 " * 80)]
     data = ProtocolData("local:test", False, "synthetic questions (a test)", train, evaluation, None, ())
-    results = run(registry.get("mrc"), f"openai:fake@{server.url}", data, 1, tmp_path,
+    results = run(RunRequest(registry.get("mrc"), f"openai:fake@{server.url}", data, 1, tmp_path),
                   settings=LlmSettings(shots=1, progress=False), backend=backend)
     llm = results.llm
     assert results.status == "ok" and results.n_eval == 2 and llm is not None

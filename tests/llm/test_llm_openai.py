@@ -1,4 +1,4 @@
-"""The HTTP backend against a fake OpenAI-compatible server (tests/llm/fake_openai.py): the continuation
+"""The HTTP backend against a fake OpenAI-compatible server (tests/fake_openai.py): the continuation
 boundary (offset shifts, a straddling token), retries, the concurrency bound, the API key, ordering,
 constraints and the capability probe; and the boundary functions on answers shaped like llama-cpp-python's."""
 
@@ -15,18 +15,13 @@ import pytest
 pytest.importorskip("httpx", reason="the HTTP backend needs httpx: pip install 'klue[llm]'")
 
 from fake_openai import FakeOpenAI, toy_logprob
-
 from klue.errors import DataError
+from klue.io.endpoints import api_root
 from klue.llm.backends.base import BackendError, GenerateRequest, GenerateResult, LoglikRequest
-from klue.llm.backends.openai import (
-    Echo,
-    OpenAIBackend,
-    api_root,
-    continuation_span,
-    gbnf_choices,
-    loglik_from_answer,
-    measure_shift,
-)
+from klue.llm.backends.echo import Echo, continuation_span, loglik_from_answer, measure_shift
+from klue.llm.backends.openai import OpenAIBackend
+from klue.llm.backends.probe import gbnf_choices
+from klue.scoring import RunRequest
 
 Start = Callable[..., FakeOpenAI]
 
@@ -71,7 +66,7 @@ def test_echoed_log_probs_that_match_the_generated_ones_keep_log_likelihood(fake
 
 def test_an_echo_shifted_by_one_token_is_refused_and_the_cause_named(fake_server: Start) -> None:
     from klue import registry
-    from klue.llm.run import choose_mode
+    from klue.llm.run import choose_method
 
     nli = registry.get("nli").make_prompts(None)
     b = backend(fake_server(shifted=True))  # llama-cpp-python 0.3.36 serving a model without a BOS token
@@ -79,14 +74,14 @@ def test_an_echo_shifted_by_one_token_is_refused_and_the_cause_named(fake_server
     assert not caps.loglik and caps.completion
     assert "shifted by one token" in caps.loglik_why_not and "without a BOS token" in caps.loglik_why_not
     assert "truncated" not in caps.loglik_why_not and caps.to_json()["loglik_why_not"] == caps.loglik_why_not
-    mode, notes = choose_mode(nli, "auto", caps.loglik, "nli", caps.loglik_why_not)
+    mode, notes = choose_method(nli, "auto", caps.loglik, "nli", caps.loglik_why_not)
     assert mode == "generate" and notes == [f"{caps.loglik_why_not}: generate-and-parse instead of log-likelihood"]
     with pytest.raises(DataError, match="shifted by one token"):
-        choose_mode(nli, "loglik", caps.loglik, "nli", caps.loglik_why_not)
+        choose_method(nli, "loglik", caps.loglik, "nli", caps.loglik_why_not)
 
 
 def test_the_echo_check_reads_values_by_offset() -> None:
-    from klue.llm.backends.openai import ALIGNED, MISMATCH, SHIFTED, UNKNOWN, check_echo
+    from klue.llm.backends.echo import ALIGNED, MISMATCH, SHIFTED, UNKNOWN, check_echo
 
     def generation(text: str, value: float) -> dict[str, Any]:
         return {"choices": [{"text": text, "logprobs": {"tokens": [text], "token_logprobs": [value],
@@ -128,7 +123,7 @@ def test_base_urls() -> None:
     assert api_root("http://h:8000") == "http://h:8000/v1"
     assert api_root("http://h:8000/v1/") == "http://h:8000/v1"
     assert api_root("https://proxy/openai/v1") == "https://proxy/openai/v1"
-    with pytest.raises(BackendError, match="use http://HOST:PORT/v1"):
+    with pytest.raises(DataError, match="use http://HOST:PORT/v1"):
         api_root("localhost:8000")
 
 
@@ -229,7 +224,7 @@ def test_busy_answers_are_retried(fake_server: Start, status: int) -> None:
     server = fake_server()
     b = backend(server)
     before = len(server.posts("/completions"))
-    server.failures = [(status, {"Retry-After": "0"})] * 2
+    server.switch.failures = [(status, {"Retry-After": "0"})] * 2
     [result] = b.loglik([LoglikRequest("문장 답:", " 긍정")])
     assert result.logprob == pytest.approx(toy_logprob(" 긍정"))
     assert len(server.posts("/completions")) - before == 3
@@ -241,8 +236,8 @@ def test_refusals_are_not_retried_and_carry_the_servers_message(fake_server: Sta
     server = fake_server()
     b = backend(server)
     before = len(server.posts())
-    server.failures = [(status, {})]
-    server.error_message = lambda headers: "prompt too long for the context window"
+    server.switch.failures = [(status, {})]
+    server.switch.error_message = lambda headers: "prompt too long for the context window"
     with pytest.raises(BackendError, match=rf"answered HTTP {status}: prompt too long for the context window"):
         b.generate([GenerateRequest(prompt="x")])
     assert len(server.posts()) - before == 1
@@ -251,15 +246,15 @@ def test_refusals_are_not_retried_and_carry_the_servers_message(fake_server: Sta
 def test_a_server_busy_past_every_attempt_says_so(fake_server: Start) -> None:
     server = fake_server()
     b = backend(server, max_attempts=3)
-    server.failures = [(503, {})] * 5
-    with pytest.raises(BackendError, match="answered HTTP 503 after 3 attempts: try later"):
+    server.switch.failures = [(503, {})] * 5
+    with pytest.raises(BackendError, match="answered HTTP 503 after 3 attempts: failure 503"):
         b.generate([GenerateRequest(prompt="x")])
 
 
 def test_a_dropped_connection_is_retried(fake_server: Start) -> None:
     server = fake_server()
     b = backend(server)
-    server.drops = 2
+    server.switch.drops = 2
     [result] = b.generate([GenerateRequest(prompt="abc", max_new_tokens=4)])
     assert result.text == "outabc" and b.usage.extra["retries"] == 2
 
@@ -268,7 +263,7 @@ def test_a_slow_answer_times_out_without_retrying(fake_server: Start) -> None:
     server = fake_server()
     b = backend(server, timeout_s=0.3)
     before = len(server.posts())
-    server.delay_s = 1.0
+    server.switch.delay_s = 1.0
     with pytest.raises(BackendError, match=r"no answer within 0\.3 s \(generate request 0\)"):
         b.generate([GenerateRequest(prompt="x")])
     assert len(server.posts()) - before == 1
@@ -277,7 +272,7 @@ def test_a_slow_answer_times_out_without_retrying(fake_server: Start) -> None:
 def test_the_deadline_stops_a_batch(fake_server: Start) -> None:
     server = fake_server()
     b = backend(server, deadline_s=0.8, concurrency=1)
-    server.delay_s = 0.3
+    server.switch.delay_s = 0.3
     with pytest.raises(BackendError, match=r"the deadline passed with \d of 10 requests of this batch answered"):
         b.generate([GenerateRequest(prompt=f"p{i}") for i in range(10)])
 
@@ -288,7 +283,7 @@ def test_the_deadline_stops_a_batch(fake_server: Start) -> None:
 def test_concurrency_is_bounded_and_reached(fake_server: Start) -> None:
     server = fake_server()
     b = backend(server, concurrency=3)
-    server.delay_s = 0.05
+    server.switch.delay_s = 0.05
     started = time.perf_counter()
     results = b.generate([GenerateRequest(prompt=f"p{i:02d}") for i in range(24)])
     assert server.max_in_flight == 3
@@ -301,7 +296,7 @@ def test_results_keep_request_order_when_answers_come_back_out_of_order(fake_ser
     b = backend(server, concurrency=6)
     requests = [LoglikRequest(f"{'단어 ' * (i + 1)}x{i}", " 끝") for i in range(12)]
     # Earlier requests answer later: the first waits longest.
-    server.delay_of = lambda body: 0.02 * (12 - int(body["prompt"].split("x")[-1].split()[0]))
+    server.switch.delay_of = lambda body: 0.02 * (12 - int(body["prompt"].split("x")[-1].split()[0]))
     seen: list[int] = []
     results = b.loglik(requests, on_result=lambda i, result, raw: seen.append(i))
     assert seen != sorted(seen)  # answers did arrive out of order
@@ -329,8 +324,8 @@ def test_the_api_key_is_a_bearer_header_and_in_no_message(fake_server: Start, mo
     assert all(s.headers.get("Authorization") == f"Bearer {secret}" for s in server.seen)
     assert secret not in repr(b) and secret not in str(vars(b))
     # A server that echoes the request's headers into its error text: the message still hides the key.
-    server.failures = [(401, {})]
-    server.error_message = lambda headers: f"bad key {headers.get('Authorization')}"
+    server.switch.failures = [(401, {})]
+    server.switch.error_message = lambda headers: f"bad key {headers.get('Authorization')}"
     with pytest.raises(BackendError) as caught:
         b.generate([GenerateRequest(prompt="x")])
     text = str(caught.value)
@@ -401,3 +396,22 @@ def test_gbnf_literals_escape_what_gbnf_needs() -> None:
     assert gbnf_choices(["a\\b", "줄\n바꿈", "\x01"]) == 'root ::= "a\\\\b" | "줄\\n바꿈" | "\\x01"'
     with pytest.raises(BackendError):
         gbnf_choices([])
+
+
+def test_a_run_that_generates_for_want_of_log_likelihoods_records_it(fake_server: Start, tmp_path: Any) -> None:
+    """`--mode auto` on a log-likelihood task with a server that echoes no log-probs: the summary's field says
+    so (the report reads the field, not the note), and an asked `--mode generate` is no fallback."""
+    from klue import registry
+    from klue.llm.run import LlmSettings, run
+    from klue.protocols import ProtocolData
+    from klue.tasks.nli.records import NliRecord
+
+    server = fake_server(echo=False, dialect=None)
+    records = [NliRecord(f"g{i}", "test", "전제 문장이다", f"가설 {i}", ("entailment", "neutral", "contradiction")[i % 3])
+               for i in range(6)]
+    data = ProtocolData("local:x", False, "synthetic", records[:3], records[3:], None, ())
+    for asked, fallback in (("auto", True), ("generate", False)):
+        results = run(RunRequest(registry.get("nli"), f"openai:fake@{server.url}", data, 1, tmp_path / asked),
+                      settings=LlmSettings(method=asked, progress=False), backend=backend(server))
+        assert results.llm is not None and results.llm.mode == "generate"
+        assert results.llm.instead_of_loglik is fallback

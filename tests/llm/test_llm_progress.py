@@ -13,9 +13,8 @@ import pytest
 
 pytest.importorskip("httpx", reason="the HTTP backend needs httpx: pip install 'klue[llm]'")
 
-from fake_openai import FakeOpenAI
-
 import klue
+from fake_openai import FakeOpenAI
 from klue.tasks.nli import records as nli
 
 

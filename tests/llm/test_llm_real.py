@@ -17,6 +17,7 @@ import pytest
 
 from klue import registry
 from klue.llm.run import LlmSettings, run
+from klue.scoring import RunRequest
 from real_models import smollm2_gguf
 
 
@@ -39,7 +40,7 @@ def test_smollm2_gguf_in_process_scores_nli_by_log_likelihood(smollm2: Path, pro
 
     backend = HfBackend(str(smollm2), cpu=True)  # dequantised to float32, kept in memory (never saved)
     assert backend.fingerprint.startswith("sha256:") and backend.capabilities.chat
-    results = run(registry.get("nli"), f"hf:{smollm2}", protocol_slice("nli", 6, 2), 1, tmp_path, settings=SETTINGS,
+    results = run(RunRequest(registry.get("nli"), f"hf:{smollm2}", protocol_slice("nli", 6, 2), 1, tmp_path), settings=SETTINGS,
                   backend=backend)
     assert results.llm is not None and results.llm.mode == "loglik"
     outputs = [json.loads(line) for line in (tmp_path / "llm_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -70,7 +71,7 @@ def test_smollm2_behind_llama_cpp_python_names_the_echo_shift_and_generates(smol
     backend = OpenAIBackend("smol", smollm2_server, api_key_env=None)
     caps = backend.capabilities
     assert not caps.loglik and "shifted by one token" in caps.loglik_why_not, caps.notes
-    results = run(registry.get("ynat"), f"openai:smol@{smollm2_server}", protocol_slice("ynat", 8, 2), 1, tmp_path,
+    results = run(RunRequest(registry.get("ynat"), f"openai:smol@{smollm2_server}", protocol_slice("ynat", 8, 2), 1, tmp_path),
                   settings=SETTINGS, backend=backend)
     summary = results.llm
     assert summary is not None and summary.mode == "generate"

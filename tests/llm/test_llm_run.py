@@ -146,15 +146,15 @@ def test_specs_and_modes_are_refused_clearly(tmp_path: Path) -> None:
     run = klue("llm", "--model", "gpt-4", "--out", str(tmp_path / "b"))
     assert run.returncode == 2 and "hf:NAME_OR_DIR" in run.stderr
     from klue.errors import DataError
-    from klue.llm.run import choose_mode
+    from klue.llm.run import choose_method
 
     prompts = registry.get("ner").make_prompts(None)
-    with pytest.raises(DataError, match="no loglik mode"):
-        choose_mode(prompts, "loglik", True, "ner")
+    with pytest.raises(DataError, match="no loglik method"):
+        choose_method(prompts, "loglik", True, "ner")
     nli = registry.get("nli").make_prompts(None)
-    assert choose_mode(nli, "auto", False, "nli")[0] == "generate"  # no prompt log-probs: generate, and said
+    assert choose_method(nli, "auto", False, "nli")[0] == "generate"  # no prompt log-probs: generate, and said
     with pytest.raises(DataError, match="needs prompt log-probabilities"):
-        choose_mode(nli, "loglik", False, "nli")
+        choose_method(nli, "loglik", False, "nli")
 
 
 def test_a_partial_run_is_never_ranked(tmp_path: Path) -> None:

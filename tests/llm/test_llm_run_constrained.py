@@ -17,6 +17,7 @@ from klue.llm.backends.base import Capabilities, GenerateRequest, GenerateResult
 from klue.llm.run import LlmSettings, run
 from klue.protocols import ProtocolData
 from klue.results import Results
+from klue.scoring import RunRequest
 from klue.tasks.nli.records import NliRecord
 from klue.tasks.re.records import Entity, ReRecord
 
@@ -54,8 +55,8 @@ def _nli_data(n: int = 6) -> ProtocolData[NliRecord]:
 
 
 def _run(task_name: str, data: ProtocolData[Any], backend: FakeBackend, out: Path, constrained: bool = True) -> Results:
-    settings = LlmSettings(mode="generate", shots=1, constrained=constrained, progress=False)
-    return run(registry.get(task_name), f"fake:{backend.model}", data, 1, out, settings=settings, backend=backend)
+    settings = LlmSettings(method="generate", shots=1, constrained=constrained, progress=False)
+    return run(RunRequest(registry.get(task_name), f"fake:{backend.model}", data, 1, out), settings=settings, backend=backend)
 
 
 def test_constrained_is_true_where_the_backend_constrained_answers(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from klue.pretraining.pii import PII_KINDS, PiiDetector, PiiSpan, pseudonymise, score_spans
 from klue.pretraining.pii_parallel import pseudonymise_files
+from klue.scoring import RunRequest
 
 HERE = Path(__file__).parent
 _MARK = re.compile(r"\[\[(\w+):(.*?)\]\]")
@@ -170,7 +171,7 @@ def test_ner_model_name_finder_runs_end_to_end(tmp_path: Path, klue_data_dir: Pa
     data = protocols.resolve(task, protocols.DEV_80_20, roots_from(str(klue_data_dir), None))
     data = dataclasses.replace(data, train=data.train[:32], eval=data.eval[:8])
     model = make_tiny_model_dir(tmp_path / "tiny", "bert", [r.text for r in data.train], vocab_size=400)
-    run(task, str(model), data, 1, tmp_path / "ner", {"max_steps": 2, "batch_size": 8, "max_len": 64,
+    run(RunRequest(task, str(model), data, 1, tmp_path / "ner"), {"max_steps": 2, "batch_size": 8, "max_len": 64,
                                                       "evals_per_epoch": 0, "progress": False})
     finder = ner_name_finder(tmp_path / "ner" / "best", cpu=True)
     detector = PiiDetector(name_finder=finder)

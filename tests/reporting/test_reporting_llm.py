@@ -61,7 +61,8 @@ def llm_bench(tmp_path: Path) -> Path:
         write_results(tmp_path / task.name / "encoder" / "seed1" / "results.json",
                       fixture_results(task, ENCODER, 1, True, rng))
         if task.name == "re":
-            llm = summary("generate", notes=[FALLBACK, ONE_HOT], not_applicable=["auprc"], n_parse_failures=20,
+            llm = summary("generate", notes=[FALLBACK, ONE_HOT], instead_of_loglik=True, not_applicable=["auprc"],
+                          n_parse_failures=20,
                           parse_failure_rate=0.1, shot_policy="balanced over labels, seeded",
                           shot_label_agreement=0.25, shot_label_agreement_chance=0.05, context_length=4096,
                           token_counter="server /tokenize", n_shots_dropped=3, n_truncated=2, n_unfit=1,

@@ -6,27 +6,28 @@ from pathlib import Path
 
 from klue import registry
 from klue.baselines import run
+from klue.scoring import RunRequest
 
 
 def test_ynat_beats_the_majority_class(protocol_slice, tmp_path: Path) -> None:
-    results = run(registry.get("ynat"), protocol_slice("ynat", 3000, 500), 1, tmp_path)
+    results = run(RunRequest(registry.get("ynat"), "classic", protocol_slice("ynat", 3000, 500), 1, tmp_path))
     assert results.scores["accuracy"] > 50.0  # majority class is about 16% of titles
 
 
 def test_sts_correlates(protocol_slice, tmp_path: Path) -> None:
-    results = run(registry.get("sts"), protocol_slice("sts", 421, 98), 1, tmp_path)
+    results = run(RunRequest(registry.get("sts"), "classic", protocol_slice("sts", 421, 98), 1, tmp_path))
     assert results.scores["pearsonr"] > 40.0
 
 
 def test_nli_beats_chance(protocol_slice, tmp_path: Path) -> None:
-    results = run(registry.get("nli"), protocol_slice("nli", 1200, 400), 1, tmp_path)
+    results = run(RunRequest(registry.get("nli"), "classic", protocol_slice("nli", 1200, 400), 1, tmp_path))
     assert results.scores["accuracy"] > 40.0  # three balanced classes: chance is 33.3
 
 
 def test_re_predicts_probabilities_for_all_relations(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("re")
     data = protocol_slice("re", 1500, 300)
-    results = run(task, data, 1, tmp_path)
+    results = run(RunRequest(task, "classic", data, 1, tmp_path))
     assert results.scores["micro_f1"] > 30.0
     import json
 

@@ -9,12 +9,13 @@ import numpy as np
 
 from klue import registry
 from klue.baselines import run
+from klue.scoring import RunRequest
 
 
 def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("ner")
     data = protocol_slice("ner", 400, 200)
-    results = run(task, data, 1, tmp_path)
+    results = run(RunRequest(task, "classic", data, 1, tmp_path))
     assert results.scores["entity_macro_f1"] > 30.0
     for line, record in zip((tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines(), data.eval):
         assert len(json.loads(line)["tags"]) == len(record.chars)
@@ -23,7 +24,7 @@ def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
 def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("dp")
     data = protocol_slice("dp", 300, 100)
-    results = run(task, data, 1, tmp_path)
+    results = run(RunRequest(task, "classic", data, 1, tmp_path))
     assert results.scores["uas"] > 50.0
     for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines():
         heads = np.array(json.loads(line)["heads"])
@@ -38,7 +39,7 @@ def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
 def test_mrc_answers_are_context_spans(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("mrc")
     data = protocol_slice("mrc", 400, 100)
-    results = run(task, data, 1, tmp_path)
+    results = run(RunRequest(task, "classic", data, 1, tmp_path))
     assert results.scores["rouge_w"] > 10.0
     answers = [json.loads(line)["answer"] for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert all(answer in record.context for answer, record in zip(answers, data.eval))
@@ -48,7 +49,7 @@ def test_wos_tracker_uses_the_ontology_and_carries_state(protocol_slice, tmp_pat
     from klue.tasks.wos.records import DEFAULT_SLOTS, split_state_item
 
     data = protocol_slice("wos", 76, 76)
-    results = run(registry.get("wos"), data, 1, tmp_path)
+    results = run(RunRequest(registry.get("wos"), "classic", data, 1, tmp_path))
     assert results.scores["slot_micro_f1"] > 60.0 and results.scores["joint_goal_acc"] > 10.0
     states = {json.loads(line)["guid"]: json.loads(line)["state"]
               for line in (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()}

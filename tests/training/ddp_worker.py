@@ -10,12 +10,13 @@ import torch
 
 import klue.training
 from klue import registry
+from klue.scoring import RunRequest
 
 
 def main() -> None:
     torch.set_num_threads(1)
     spec = pickle.loads(Path(sys.argv[1]).read_bytes())
-    klue.training.run(registry.get(spec["task"]), spec["model"], spec["data"], spec["seed"], Path(spec["out"]),
+    klue.training.run(RunRequest(registry.get(spec["task"]), spec["model"], spec["data"], spec["seed"], Path(spec["out"])),
                       spec["overrides"])
 
 

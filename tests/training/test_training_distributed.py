@@ -22,6 +22,7 @@ import torch
 
 from klue import registry
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 
 # fp32: these tests check that DDP splits the work without changing it, which bf16 rounding (what
 # mixed_precision=auto picks on a CPU with bf16 units) would blur beyond their tolerances.
@@ -32,7 +33,7 @@ WORKER = Path(__file__).with_name("ddp_worker.py")
 
 
 def run_in_two_processes(spec: dict[str, Any], tmp_path: Path) -> None:
-    """`klue.training.run(**spec)` in two DDP processes (torchrun, gloo)."""
+    """`klue.training.run(RunRequest(**spec))` in two DDP processes (torchrun, gloo)."""
     spec_file = tmp_path / "spec.pkl"
     spec_file.write_bytes(pickle.dumps(spec))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", "TOKENIZERS_PARALLELISM": "false",
@@ -74,7 +75,7 @@ def test_two_processes_match_one(examples: Callable[[str], list[Any]], tiny_mode
     records = examples("ner")[:30]  # 30: the last global batch is short, so one process gets fewer items
     data = ProtocolData("local:ner-30", False, "30 NER dev sentences", records, records, None, ())
     model = str(tiny_model("ner", "bert"))
-    single = klue.training.run(task, model, data, 5, tmp_path / "one", dict(SETTINGS))
+    single = klue.training.run(RunRequest(task, model, data, 5, tmp_path / "one"), dict(SETTINGS))
 
     run_in_two_processes({"task": "ner", "model": model, "data": data, "seed": 5, "out": str(tmp_path / "two"),
                           "overrides": dict(SETTINGS)}, tmp_path)
@@ -113,7 +114,7 @@ def test_wos_tracker_under_ddp_matches_one_process(klue_data_dir: Path, shared_d
     model = str(make_tiny_model_dir(tmp_path / "model", "bert", texts, tokenizer="bpe", vocab_size=800,
                                    dropout=0.0))
     settings = {**SETTINGS, "batch_size": 2, "epochs": 1, "max_len": 128}
-    single = klue.training.run(task, model, data, 3, tmp_path / "one", dict(settings))
+    single = klue.training.run(RunRequest(task, model, data, 3, tmp_path / "one"), dict(settings))
     run_in_two_processes({"task": "wos", "model": model, "data": data, "seed": 3, "out": str(tmp_path / "two"),
                           "overrides": dict(settings)}, tmp_path)
 

@@ -12,6 +12,7 @@ from klue import registry
 from klue.errors import ProblemLog
 from klue.models.features import FeaturizeContext
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.tasks.mrc.records import MrcAnswer, MrcRecord
 
 OVERFIT = {"learning_rate": 3e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 256,
@@ -77,7 +78,7 @@ def test_tiny_model_memorises_64_korquad_questions(korquad: list[MrcRecord], mod
     records = korquad[:64]
     data = ProtocolData("local:memorise-64", False, "64 questions, trained and evaluated on themselves", records,
                         records, None, ())
-    results = klue.training.run(registry.get("mrc"), str(model_dir), data, 7, tmp_path / "run", OVERFIT)
+    results = klue.training.run(RunRequest(registry.get("mrc"), str(model_dir), data, 7, tmp_path / "run"), OVERFIT)
     print("mrc", results.scores, results.training.n_train_features, "windows")
     assert results.scores["exact_match"] >= 90.0
     assert results.training.n_train_features > len(records)  # long contexts gave several windows
@@ -112,7 +113,7 @@ def test_unanswerable_questions_get_the_null_answer(tmp_path: Path) -> None:
 
     model = make_tiny_model_dir(tmp_path / "m", arch="bert", texts=texts, vocab_size=500, dropout=0.0)
     data = ProtocolData("local:synthetic", False, "synthetic KLUE-format questions", records, records, None, ())
-    results = klue.training.run(registry.get("mrc"), str(model), data, 7, tmp_path / "run",
+    results = klue.training.run(RunRequest(registry.get("mrc"), str(model), data, 7, tmp_path / "run"),
                                 {**OVERFIT, "epochs": 40, "max_len": 128})
     import json
 

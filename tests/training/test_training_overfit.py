@@ -14,6 +14,7 @@ import torch
 from klue import registry
 from klue.protocols import ProtocolData
 from klue.results import read_results
+from klue.scoring import RunRequest
 
 # Tiny from-scratch models learn fast only at a high learning rate without warm-up; NER (13 tags per
 # character) and NLI (pairs) need more passes than YNAT and STS.
@@ -31,7 +32,7 @@ def memorise(task_name: str, arch: str, examples: Callable[[str], list[Any]],
     records = examples(task_name)
     data = ProtocolData("local:memorise-64", False, "64 examples, trained and evaluated on themselves", records,
                         records, None, ())
-    return klue.training.run(task, str(tiny_model(task_name, arch)), data, 7, out,
+    return klue.training.run(RunRequest(task, str(tiny_model(task_name, arch)), data, 7, out),
                               {**OVERFIT, **PER_TASK.get(task_name, {})})
 
 

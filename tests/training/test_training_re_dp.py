@@ -15,6 +15,7 @@ import torch
 from klue import registry
 from klue.errors import DataError, ProblemLog
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.tasks.dp.adapter import word_spans, word_token_ends
 from klue.tasks.re.adapter import mark
 
@@ -29,7 +30,7 @@ def train_on_themselves(task_name: str, records: list[Any], model_dir: Path, out
     torch.set_num_threads(1)
     data = ProtocolData("local:memorise-64", False, "64 examples, trained and evaluated on themselves", records,
                         records, None, ())
-    return klue.training.run(registry.get(task_name), str(model_dir), data, 7, out, {**OVERFIT, **overrides})
+    return klue.training.run(RunRequest(registry.get(task_name), str(model_dir), data, 7, out), {**OVERFIT, **overrides})
 
 
 @pytest.mark.realdata

@@ -16,6 +16,7 @@ import torch
 from klue import registry
 from klue.protocols import ProtocolData
 from klue.results import Results
+from klue.scoring import RunRequest
 from klue.training import checkpoint
 from real_models import me5_directory
 
@@ -44,7 +45,7 @@ def finetuned(examples: Callable[[str], list[Any]], tmp_path_factory: pytest.Tem
     records = examples("ynat")[::4]  # 16 titles over the 7 classes (the examples come class by class)
     data = ProtocolData("local:memorise-16", False, "16 examples", records, records, None, ())
     out = tmp_path_factory.mktemp("real") / "straight"
-    results = klue.training.run(registry.get("ynat"), str(model), data, 7, out,
+    results = klue.training.run(RunRequest(registry.get("ynat"), str(model), data, 7, out),
                                 {**SETTINGS, "save_checkpoints": False})
     return model, data, results, out
 
@@ -97,10 +98,10 @@ def test_a_killed_run_resumes_to_the_same_weights(finetuned: Finetuned, tmp_path
             raise Crash("killed after step 2")
 
     with pytest.raises(Crash):
-        klue.training.run(registry.get("ynat"), str(model), data, 7, tmp_path / "run", dict(SETTINGS), on_step=crash)
+        klue.training.run(RunRequest(registry.get("ynat"), str(model), data, 7, tmp_path / "run"), dict(SETTINGS), on_step=crash)
     latest = checkpoint.latest_checkpoint(tmp_path / "run")
     assert latest is not None and checkpoint.read_state(latest).step == 2  # the epoch end
-    resumed = klue.training.run(registry.get("ynat"), str(model), data, 7, tmp_path / "run", dict(SETTINGS))
+    resumed = klue.training.run(RunRequest(registry.get("ynat"), str(model), data, 7, tmp_path / "run"), dict(SETTINGS))
     assert resumed.training is not None and resumed.training.resumed_from_steps == [2]
     assert resumed.scores == straight.scores
     assert [p.loss for p in resumed.learning_curve] == [p.loss for p in straight.learning_curve]

@@ -15,6 +15,7 @@ import torch
 from klue import registry
 from klue.protocols import ProtocolData
 from klue.results import Results
+from klue.scoring import RunRequest
 from klue.training import checkpoint, state_files
 
 SETTINGS = {"learning_rate": 3e-3, "epochs": 3, "batch_size": 16, "warmup_ratio": 0.1, "max_len": 64,
@@ -49,7 +50,7 @@ def straight(examples: Callable[[str], list[Any]], tmp_path_factory: pytest.Temp
                                 dropout=0.1, max_len=64)
     data = ProtocolData("local:memorise-64", False, "64 examples", records, records, None, ())
     task = registry.get("ynat")
-    results = klue.training.run(task, str(model), data, 3, tmp / "straight", dict(SETTINGS))
+    results = klue.training.run(RunRequest(task, str(model), data, 3, tmp / "straight"), dict(SETTINGS))
     return task, model, data, results, tmp / "straight"
 
 
@@ -86,11 +87,11 @@ def test_interrupted_run_resumes_exactly(straight: Straight, tmp_path: Path, pol
     task, model, data, straight_results, straight_dir = straight
     settings = {**SETTINGS, **policy}
     with pytest.raises(Crash):
-        klue.training.run(task, str(model), data, 3, tmp_path / "resumed", settings, on_step=crash_after(crash))
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "resumed"), settings, on_step=crash_after(crash))
     latest = checkpoint.latest_checkpoint(tmp_path / "resumed")
     assert latest is not None and checkpoint.read_state(latest).step == saved
     assert (latest / state_files.MODEL_FILE).is_file()
-    resumed = klue.training.run(task, str(model), data, 3, tmp_path / "resumed", settings)
+    resumed = klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "resumed"), settings)
 
     assert resumed.training is not None and resumed.training.resumed_from_steps == [saved]
     assert_same_run(resumed, straight_results, tmp_path / "resumed", straight_dir)
@@ -108,11 +109,11 @@ def test_a_finished_run_leaves_a_record_not_the_state(straight: Straight, tmp_pa
     assert straight_results.training.checkpoints_written == 2
     assert straight_results.training.best_written is not None and straight_results.training.best_written >= 1
     with pytest.raises(Crash):
-        klue.training.run(task, str(model), data, 3, tmp_path / "run", dict(SETTINGS), on_step=crash_after(12))
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), dict(SETTINGS), on_step=crash_after(12))
     latest = checkpoint.latest_checkpoint(tmp_path / "run")
     assert latest is not None and [p.name for p in latest.iterdir()] == [checkpoint.STATE_FILE]
     assert checkpoint.read_state(latest).finished
-    again = klue.training.run(task, str(model), data, 3, tmp_path / "run", dict(SETTINGS))
+    again = klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), dict(SETTINGS))
     assert again.training is not None and again.training.resumed_from_steps == [12]
     assert_same_run(again, straight_results, tmp_path / "run", straight_dir)
 
@@ -135,7 +136,7 @@ def test_keep_checkpoints_keeps_the_final_state(examples: Callable[[str], list[A
     import klue.training
 
     task, model, data, settings = _small_run(examples, tmp_path)
-    results = klue.training.run(task, str(model), data, 3, tmp_path / "run", {**settings, "keep_checkpoints": True})
+    results = klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), {**settings, "keep_checkpoints": True})
     latest = checkpoint.latest_checkpoint(tmp_path / "run")
     assert latest is not None and (latest / state_files.MODEL_FILE).is_file()
     state = checkpoint.read_state(latest)
@@ -150,11 +151,11 @@ def test_a_checkpoint_of_another_run_is_refused(examples: Callable[[str], list[A
 
     task, model, data, settings = _small_run(examples, tmp_path)
     with pytest.raises(Crash):
-        klue.training.run(task, str(model), data, 3, tmp_path / "run", settings, on_step=crash_after(3))
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), settings, on_step=crash_after(3))
     with pytest.raises(DataError, match="different run"):
-        klue.training.run(task, str(model), data, 3, tmp_path / "run", {**settings, "learning_rate": 1e-3})
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), {**settings, "learning_rate": 1e-3})
     # resume=false starts over instead
-    fresh = klue.training.run(task, str(model), data, 3, tmp_path / "run", {**settings, "resume": False})
+    fresh = klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), {**settings, "resume": False})
     assert fresh.training.resumed_from_steps == []
 
 
@@ -184,23 +185,23 @@ def test_resume_never_unpickles_a_checkpoint(examples: Callable[[str], list[Any]
     task, model, data, settings = _small_run(examples, tmp_path)
     marker = tmp_path / "code-ran"
     with pytest.raises(Crash):
-        klue.training.run(task, str(model), data, 3, tmp_path / "run", settings, on_step=crash_after(3))
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), settings, on_step=crash_after(3))
     latest = checkpoint.latest_checkpoint(tmp_path / "run")
     assert latest is not None
     assert not list(latest.glob("*.pkl")) and not list(latest.glob("*.bin"))  # nothing klue writes is a pickle
     _plant_pickles(latest, marker)
-    resumed = klue.training.run(task, str(model), data, 3, tmp_path / "run", settings)
+    resumed = klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "run"), settings)
     assert resumed.training.resumed_from_steps == [2]
     assert not marker.exists()
 
     # A checkpoint in the old pickle layout is refused with a way out, and still nothing is unpickled.
     with pytest.raises(Crash):
-        klue.training.run(task, str(model), data, 3, tmp_path / "old", settings, on_step=crash_after(3))
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "old"), settings, on_step=crash_after(3))
     old = checkpoint.latest_checkpoint(tmp_path / "old")
     assert old is not None
     for name in state_files.REQUIRED:
         (old / name).unlink()
     _plant_pickles(old, marker)
     with pytest.raises(DataError, match="no longer loads"):
-        klue.training.run(task, str(model), data, 3, tmp_path / "old", settings)
+        klue.training.run(RunRequest(task, str(model), data, 3, tmp_path / "old"), settings)
     assert not marker.exists()

@@ -13,6 +13,7 @@ import torch
 
 from klue import registry
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.training.engine import adamw_kernel
 from klue.training.recipes import Hyperparameters, resolve
 
@@ -49,7 +50,7 @@ def test_fused_adamw_follows_the_multi_tensor_loss_curve(examples: Callable[[str
     data = ProtocolData("local:tiny", False, "32 examples", records, records, None, ())
     curves = {}
     for impl in ("foreach", "fused"):
-        results = klue.training.run(registry.get("ynat"), str(model), data, 5, tmp_path / impl,
+        results = klue.training.run(RunRequest(registry.get("ynat"), str(model), data, 5, tmp_path / impl),
                                     {**SETTINGS, "adamw_impl": impl})
         curves[impl] = [point.loss for point in results.learning_curve if point.loss is not None]
     assert len(curves["fused"]) == SETTINGS["max_steps"]

@@ -18,6 +18,7 @@ from klue.io.locate import roots_from
 from klue.models.features import FeaturizeContext
 from klue.models.trade import GATES, PTR
 from klue.protocols import ProtocolData
+from klue.scoring import RunRequest
 from klue.tasks.wos.adapter import ValueNormaliser
 from klue.tasks.wos.records import (
     WosDialogue,
@@ -165,7 +166,7 @@ def test_tiny_tracker_learns_the_dev_sample_within_the_ontology(
 
     torch.set_num_threads(1)
     task = registry.get("wos")
-    results = klue.training.run(task, str(model_dir), sample, 7, tmp_path / "run", MEMORISE)
+    results = klue.training.run(RunRequest(task, str(model_dir), sample, 7, tmp_path / "run"), MEMORISE)
     print(f"WoS memorise: {results.scores}, {results.train_examples_per_s:.0f} train ex/s")
     assert results.scores["joint_goal_acc"] >= 90
     assert results.n_eval == 76

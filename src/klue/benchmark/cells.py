@@ -3,7 +3,7 @@
 `run_cell` is the default `CellRunner`. The model runs through its family (the registry `klue.families`:
 `classic` -> the CPU baselines, `hf:`/`openai:` -> prompted LMs, anything else -> a fine-tuned encoder), as
 
-    family(task, model, protocol_data, seed, out_dir, mode, overrides) -> Results
+    family(request: klue.scoring.RunRequest, overrides) -> Results
 
 which trains on `protocol_data.train`, writes `out_dir/predictions.jsonl` and returns the Results the
 judge made of that file (`klue.scoring.judge`, the path `klue score` takes). A family imports its
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from klue.errors import DataError, UnreachableError
 from klue.families import family_of
@@ -36,6 +36,9 @@ from klue.io.redact import redact_text
 from klue.protocols import ProtocolData
 from klue.results import PREDICTIONS_FILE, RESULTS_FILE, Results, write_results
 from klue.tasks.base import Task
+
+if TYPE_CHECKING:
+    from klue.scoring import RunRequest
 
 LOG_FILE = "log.txt"
 ERROR_FILE = "error.txt"
@@ -113,8 +116,7 @@ class CellSpec:
 class CellFamily(Protocol):
     """What runs a cell's model: a family's `run_cell` (klue.families), or a test's or plug-in's own."""
 
-    def __call__(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                 out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results: ...
+    def __call__(self, request: RunRequest, overrides: Mapping[str, Any]) -> Results: ...
 
 
 CellRunner = Callable[[CellSpec], Results]
@@ -147,12 +149,14 @@ def choose_protocol(task: Task[Any, Any], asked: str, roots: DataRoots) -> str:
 def run_cell(spec: CellSpec, family: CellFamily | None = None) -> Results:
     """The default cell: registry task, protocol data, the model's family (whose Results come from the judge)."""
     from klue import registry
+    from klue.metrics.classification import check_mode
+    from klue.scoring import RunRequest
 
     task = registry.get(spec.task)
     data = resolve_data(task, spec.protocol, data_roots(spec), spec.files)
     spec.path.mkdir(parents=True, exist_ok=True)
-    results = (family or family_of(spec.model).run_cell)(task, spec.model, data, spec.seed, spec.path, spec.mode,
-                                                         dict(spec.overrides))
+    request = RunRequest(task, spec.model, data, spec.seed, spec.path, check_mode(spec.mode))
+    results = (family or family_of(spec.model).run_cell)(request, dict(spec.overrides))
     check_results(results, spec, task, data)
     return results
 

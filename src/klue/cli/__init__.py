@@ -49,7 +49,7 @@ class OnceOptionsCommand(TyperCommand):
     silently (`--train A --train B` trained on B alone). Options declared `list[...]` repeat as before."""
 
     # typer.Context is what commands get; the base class names typer's vendored click Context.
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer's Context (stubs: click's)
         if args and not ctx.resilient_parsing:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))  # the parser consumes its list
             given = Counter(p for p in order if _takes_one_value(p))

@@ -16,6 +16,7 @@ from klue.io.console import make_console
 if TYPE_CHECKING:
     from klue.benchmark.cells import FilesChoice
     from klue.errors import Problem
+    from klue.metrics.report import MetricMode
 
 # Results and tables go to stdout; progress and messages to stderr, so `--json` output stays clean. Where no
 # terminal reads them (a log, a pipe), nothing is wrapped: a path or a number is never cut in two.
@@ -52,14 +53,16 @@ def print_warnings(warnings: Sequence[Problem], kept_in: Path | None = None) -> 
                      soft_wrap=True)
 
 
-def metric_mode(mode: str) -> str:
+def metric_mode(mode: str) -> MetricMode:
     """`--mode`, checked: one of the metric modes (DataError naming them otherwise)."""
     from klue.errors import DataError
+    from klue.metrics.classification import check_mode
     from klue.metrics.report import METRIC_MODES
 
-    if mode not in METRIC_MODES:
-        raise DataError(f"--mode must be one of {', '.join(METRIC_MODES)}, not {mode!r}")
-    return mode
+    try:
+        return check_mode(mode)
+    except ValueError:
+        raise DataError(f"--mode must be one of {', '.join(METRIC_MODES)}, not {mode!r}") from None
 
 
 def parse_key_values(items: list[str], option: str) -> dict[str, Any]:
@@ -132,7 +135,7 @@ def with_own_data(command: Callable[..., None]) -> Callable[..., None]:
         command(**values, files=files_choice(*own_values))
 
     # typer reads the options from the signature and its annotations, which now name the own-data options
-    with_files.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    with_files.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]  # typeshed: no __signature__ on functions
     with_files.__annotations__ = {p.name: p.annotation for p in parameters}
     return with_files
 

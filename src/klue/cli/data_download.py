@@ -8,8 +8,10 @@ from typing import Annotated, Any
 import typer
 
 from klue.cli._common import fail, stderr, stdout
+from klue.io.choices import choice_of
+from klue.io.release import FileRole
 
-ROLES = ("train", "dev", "resource")
+ROLES: tuple[FileRole, ...] = ("train", "dev", "resource")
 
 
 def register(app: typer.Typer) -> None:
@@ -95,9 +97,10 @@ def download_command(
     try:
         with dl.sigterm_exits(), progress:  # SIGTERM, like Ctrl-C, removes the .part being written
             report = dl.download(
-                selected, target, version=version, base_url=base_url,  # type: ignore[arg-type]
+                selected, target, version=choice_of(version, dl.VERSIONS, "--version"), base_url=base_url,
                 from_dir=from_dir.expanduser() if from_dir is not None else None,
-                roles=roles or None, policy=policy, progress=progress,  # type: ignore[arg-type]
+                roles=[choice_of(r, ROLES, "--role") for r in roles] if roles else None, policy=policy,
+                progress=progress,
             )
     except dl.DownloadError as error:
         fail(str(error), code=3 if isinstance(error, dl.HostUnreachableError) else 2)

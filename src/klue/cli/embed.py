@@ -85,7 +85,7 @@ def embed_command(
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass (in process) or per request "
                                             "(HTTP).")] = 32,
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once (HTTP).")] = 4,
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 120.0,
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the API key of a server "
                                              "(never written to any output).")] = "OPENAI_API_KEY",
     max_length: Annotated[int | None, typer.Option(help="Tokens per text (in process; default: the model's "
@@ -117,20 +117,21 @@ def embed_command(
     from klue.benchmark.runner import BenchmarkPlan, run_benchmark
     from klue.cli.benchmark import check_protocol, parse_seeds, print_leaderboard
     from klue.embed.cache import CACHE_FILE
-    from klue.families.embedding import FAMILY, EmbedOptions
+    from klue.families.embedding import FAMILY, option_defaults
     from klue.reporting.html import REPORT_FILE
 
     for spec in model:
         FAMILY.check(spec)  # a malformed spec is refused before anything runs
-    if (limit is not None and limit < 1) or concurrency < 1 or batch_size < 1:
-        raise DataError("--limit, --concurrency and --batch-size must be 1 or more")
+    if limit is not None and limit < 1:
+        raise DataError("--limit must be 1 or more")
     names, left_out = applicable_tasks(tasks)
     options: dict[str, Any] = {"prompt": prompt, "pooling": pooling, "batch_size": batch_size,
                                "concurrency": concurrency, "timeout_s": timeout, "api_key_env": api_key_env,
                                "max_length": max_length, "cpu": cpu, "limit": limit,
                                "cache": str(cache or out / CACHE_FILE)}
-    FAMILY.options(options)
-    settings = tuple((k, v) for k, v in options.items() if v is not None and v != getattr(EmbedOptions, k, None))
+    FAMILY.options(options)  # checks them (klue.io.endpoints.ServerOptions: --concurrency, --batch-size, --timeout)
+    defaults = option_defaults()
+    settings = tuple((k, v) for k, v in options.items() if v is not None and v != defaults.get(k))
     plan = BenchmarkPlan(names, tuple(model), parse_seeds(seeds), out, check_protocol(protocol), metric_mode(metric),
                          data_dir, extra_data_dir, settings, files)
     check_done_cells(plan.cells(), prompt, pooling)

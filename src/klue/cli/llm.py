@@ -19,8 +19,8 @@ from klue.cli._common import (
     with_own_data,
 )
 from klue.errors import DataError
+from klue.io.endpoints import ServerOptions
 from klue.io.redact import redact_text
-from klue.llm.backends.base import BackendOptions
 from klue.llm.spec import known_kinds
 
 if TYPE_CHECKING:
@@ -39,8 +39,10 @@ def llm_command(
     tasks: Annotated[str, typer.Option(help="`all` or comma-separated task names.")] = "all",
     shots: Annotated[int, typer.Option(help="Few-shot examples per prompt, drawn from the protocol's training "
                                        "part with the seed (never from the evaluation part).")] = 0,
-    mode: Annotated[str, typer.Option(help="auto (log-likelihood over the choices where the task and the "
-                                      "backend allow it, else generate and parse), loglik or generate.")] = "auto",
+    method: Annotated[str, typer.Option("--method", "--mode", help="How answers are scored: auto "
+                                        "(log-likelihood over the choices where the task and the backend allow "
+                                        "it, else generate and parse), loglik or generate. --mode is its old "
+                                        "name.")] = "auto",
     form: Annotated[str, typer.Option(help="completion (a plain prompt; base models) or chat (the model's chat "
                                       "template or the server's chat endpoint).")] = "completion",
     limit: Annotated[int | None, typer.Option(help="Only the first N evaluation examples: a partial score, "
@@ -81,12 +83,12 @@ def llm_command(
 
     for spec in model:
         FAMILY.check(spec)  # a spec no LLM backend takes, or a malformed one, is refused before anything runs
-    if shots < 0 or (limit is not None and limit < 1) or concurrency < 1 or (max_context is not None and max_context < 1):
-        raise DataError("--shots must be 0 or more, --limit, --concurrency and --max-context 1 or more")
-    settings: dict[str, Any] = {"mode": mode, "form": form, "shots": shots, "limit": limit,
+    if shots < 0 or (limit is not None and limit < 1) or (max_context is not None and max_context < 1):
+        raise DataError("--shots must be 0 or more, --limit and --max-context 1 or more")
+    settings: dict[str, Any] = {"method": method, "form": form, "shots": shots, "limit": limit,
                                 "constrained": not unconstrained, "max_context": max_context, "concurrency": concurrency, "timeout_s": timeout,
                                 "api_key_env": api_key_env, "batch_size": batch_size}
-    options = FAMILY.options(settings)
+    options = FAMILY.options(settings)  # checks --concurrency, --timeout, --batch-size (ServerOptions)
     _check_served(model, options.backend, strict_model)
     plan = BenchmarkPlan(resolve_tasks(tasks), tuple(model), parse_seeds(seeds), out, check_protocol(protocol),
                          metric_mode(metric), data_dir, extra_data_dir, tuple(settings.items()), files)
@@ -98,7 +100,7 @@ def llm_command(
         raise typer.Exit(1)
 
 
-def _check_served(models: list[str], options: BackendOptions, strict: bool) -> None:
+def _check_served(models: list[str], options: ServerOptions, strict: bool) -> None:
     """Ask each server once, before any cell: a name it does not list is a warning on screen (an error with
     --strict-model); a server that cannot be reached stops the run here, with exit 3 (UnreachableError)."""
     from klue.llm.spec import parse_spec, served_warning

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from klue.cli._common import stderr, stdout
+from klue.io.choices import choice_of
 
 CORPUS_HELP = ("Corpus: text files (one text per line), .jsonl (the text under --text-field), either of them "
                ".gz or .zst compressed, directories of such files (shards, read in sorted order), or a `datasets` "
@@ -44,9 +45,18 @@ def tokenizer_command(
     """Train a tokenizer. The saved tokenizer is a standard tokenizer.json (no Kiwi needed to use it): the
     morpheme analysis shapes its vocabulary, and offsets map every token to its exact characters."""
     from klue.pretraining.corpus import iter_corpus, reservoir_sample
-    from klue.pretraining.tokenizer import TokenizerSpec, save_tokenizer, train_tokenizer
+    from klue.pretraining.tokenizer import (
+        ALGORITHMS,
+        PRETOKENIZE,
+        STYLES,
+        TokenizerSpec,
+        save_tokenizer,
+        train_tokenizer,
+    )
 
-    spec = TokenizerSpec(algorithm, pretokenize, vocab_size, style, min_frequency, max_length)  # type: ignore[arg-type]
+    spec = TokenizerSpec(choice_of(algorithm, ALGORITHMS, "--algorithm"),
+                         choice_of(pretokenize, PRETOKENIZE, "--pretokenize"), vocab_size,
+                         choice_of(style, STYLES, "--style"), min_frequency, max_length)
     texts = iter_corpus(corpus, text_field)
     if sample is not None:
         with stderr.status(f"drawing a sample of {sample:,} texts (seed {seed})"):
@@ -80,11 +90,12 @@ def prepare_command(
 ) -> None:
     """Tokenize and pack a corpus, streamed, into memory-mapped token shards for `klue pretrain mlm --data`:
     memory stays flat however large the corpus, and an interrupted run continues where it stopped."""
+    from klue.pretraining.packing import WHOLE_WORD
     from klue.pretraining.shards import PrepareSettings, prepare
 
     settings = PrepareSettings(tokenizer=tokenizer, corpus=corpus, out=out, max_len=max_len,
-                               whole_word=whole_word, shard_texts=shard_texts, workers=workers,  # type: ignore[arg-type]
-                               text_field=text_field)
+                               whole_word=choice_of(whole_word, WHOLE_WORD, "--whole-word"),
+                               shard_texts=shard_texts, workers=workers, text_field=text_field)
     result = prepare(settings)
     resumed = f" ({result.shards - result.shards_written} were already there)" if result.shards_written < result.shards \
         else ""
@@ -125,7 +136,7 @@ def pii_command(
 
     from klue.errors import DataError
     from klue.pretraining.pii import PII_KINDS, PiiDetector
-    from klue.pretraining.pii_parallel import pseudonymise_files
+    from klue.pretraining.pii_parallel import EXECUTORS, pseudonymise_files
 
     chosen = PII_KINDS if kinds == "all" else tuple(k.strip() for k in kinds.split(",") if k.strip())
     unknown = [k for k in chosen if k not in PII_KINDS]
@@ -139,7 +150,8 @@ def pii_command(
     detector = PiiDetector(name_finder=name_finder, kinds=chosen)
     report = pseudonymise_files([str(p) for p in input], str(output), detector,
                                 seed if seed is not None else secrets.randbits(63), text_field,
-                                workers=workers, executor=executor, ray_address=ray_address, progress=True)
+                                workers=workers, executor=choice_of(executor, EXECUTORS, "--executor"),
+                                ray_address=ray_address, progress=True)
     counts = report["counts"]
     assert isinstance(counts, dict)
     stdout.print(f"{report['documents']} documents, {report['documents_changed']} changed; replaced: "
@@ -193,12 +205,12 @@ def mlm_command(
     the accelerate config file, see docs/pretraining.md). Loss and tokens/s go to OUT/train_log.jsonl every
     --log-every steps."""
     from klue.errors import DataError
-    from klue.pretraining.mlm import MlmSettings, pretrain
+    from klue.pretraining.mlm import ARCHS, MlmSettings, pretrain
+    from klue.pretraining.packing import WHOLE_WORD
 
-    if arch not in (None, "bert", "roberta"):
-        raise DataError(f"--arch {arch!r}: bert or roberta")
-    if whole_word not in (None, "none", "word", "morpheme"):
-        raise DataError(f"--whole-word {whole_word!r}: none, word or morpheme")
+    chosen_arch = None if arch is None else choice_of(arch, ARCHS, "--arch")
+    if whole_word is not None:
+        choice_of(whole_word, WHOLE_WORD, "--whole-word")  # refused before any data is read
     if (data is None) == (not corpus):
         raise DataError("give either --corpus (tokenized in memory) or --data (token shards), not both or neither")
     if data is not None:
@@ -210,10 +222,12 @@ def mlm_command(
         whole_word = whole_word or manifest["whole_word"]
     if tokenizer is None:
         raise DataError("--tokenizer: which tokenizer (a directory from `klue pretrain tokenizer`)")
-    settings = MlmSettings(tokenizer=tokenizer, model_config=config, corpus=corpus or [], out=out, arch=arch,  # type: ignore[arg-type]
+    settings = MlmSettings(tokenizer=tokenizer, model_config=config, corpus=corpus or [], out=out,
+                           arch=chosen_arch,
                            max_len=max_len or 128, batch_size=batch_size, learning_rate=learning_rate,
                            weight_decay=weight_decay, warmup_ratio=warmup_ratio, max_steps=max_steps,
-                           max_minutes=max_minutes, mask_prob=mask_prob, whole_word=whole_word or "none",  # type: ignore[arg-type]
+                           max_minutes=max_minutes, mask_prob=mask_prob,
+                           whole_word=choice_of(whole_word or "none", WHOLE_WORD, "--whole-word"),
                            eval_fraction=eval_fraction, save_every=save_every, log_every=log_every, seed=seed,
                            resume=resume, cpu=cpu, data=data,
                            # unset: MlmSettings' own default (one default: the CLI and the API train alike)

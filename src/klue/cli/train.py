@@ -88,6 +88,7 @@ def train_command(
     from klue.io.output import output_dir_for_run
     from klue.protocols import OFFICIAL
     from klue.results import RESULTS_FILE
+    from klue.scoring import RunRequest
 
     mode = metric_mode(mode)
     task = registry.get(task_name)
@@ -119,7 +120,7 @@ def train_command(
             from klue.results import DATA_WARNINGS_FILE
 
             print_warnings(data.warnings, out / DATA_WARNINGS_FILE)
-        results = family.run_alone(task, model, data, seed, out, mode, options)
+        results = family.run_alone(RunRequest(task, model, data, seed, out, mode), options)
     if os.environ.get("RANK", "0") != "0":  # under `accelerate launch`, only the main process reports
         return
     from rich.table import Table

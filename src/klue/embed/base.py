@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from klue.errors import DataError
+from klue.io.endpoints import EMBED_BATCH_SIZE, ServerOptions
 
 
 class EmbeddingError(DataError):
@@ -39,3 +41,21 @@ def as_matrix(vectors: object, n: int, where: str) -> np.ndarray:
         raise EmbeddingError(f"{where}: {int(np.sum(~np.isfinite(matrix).all(axis=1)))} embeddings hold NaN or "
                              "infinite values")
     return matrix
+
+
+@dataclass(frozen=True)
+class EmbedBackendOptions:
+    """How an embedding backend opens (`open_backend` of a kind's module, klue.embed.spec)."""
+
+    server: ServerOptions = field(default_factory=lambda: ServerOptions(batch_size=EMBED_BATCH_SIZE))
+    pooling: str | None = None  # in-process plain encoders: mean (default), cls or last
+    max_length: int | None = None  # tokens per text (in process); None: the model's own limit
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    """How an embedding run goes (klue.embed.run), the backend aside."""
+
+    prompt: str | None = None  # None: the model's own (a sentence-transformers default), else none
+    limit: int | None = None  # the first N evaluation examples only (a partial run, never ranked)
+    progress: bool = True

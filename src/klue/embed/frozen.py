@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class LabelModel:
     """A fitted logistic regression (after its standardisation) and the label set its probabilities cover."""
 
     labels: tuple[str, ...]  # the task's labels, in order
-    model: object  # a fitted scikit-learn pipeline: StandardScaler, LogisticRegressionCV
+    model: Any  # a fitted scikit-learn pipeline: StandardScaler, LogisticRegressionCV (sklearn has no types)
     seen: tuple[str, ...]  # the labels the training part holds, in the model's column order
     c: float  # the C that cross-validation chose
 
@@ -53,7 +54,7 @@ class LabelModel:
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """(n, len(labels)): a column per task label, 0 for a label never seen in training."""
-        known = self.model.predict_proba(features)  # type: ignore[attr-defined]
+        known = self.model.predict_proba(features)
         out = np.zeros((len(features), len(self.labels)), dtype=np.float64)
         column = {label: i for i, label in enumerate(self.labels)}
         for j, label in enumerate(self.seen):

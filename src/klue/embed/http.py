@@ -11,19 +11,26 @@ header; URL credentials are used and blanked from every message.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
 
-from klue.embed.base import EmbeddingError, as_matrix
-from klue.errors import UnreachableError
-from klue.io.http import HttpError, JsonTransport, UnreachableHttpError, run_blocking
+from klue.embed.base import EmbedBackendOptions, EmbeddingError, as_matrix
+from klue.embed.spec import EmbeddingSpec
+from klue.errors import DataError, UnreachableError
+from klue.io.endpoints import EMBED_BATCH_SIZE, ServerOptions, api_root
+from klue.io.http import (
+    HttpError,
+    JsonTransport,
+    UnreachableHttpError,
+    gather_first_failure,
+    run_blocking,
+    served_model_id,
+)
 from klue.io.redact import redact_url
 from klue.io.retry import RetryPolicy
 
@@ -34,13 +41,14 @@ class EmbeddingServerUnreachable(EmbeddingError, UnreachableError):
     """No connection to the server after every attempt: the run stops (exit code 3 in the CLI)."""
 
 
-def api_root(base_url: str) -> str:
-    """`http://h:8000` -> `http://h:8000/v1`; a URL with a path (`.../v1`, a proxy prefix) is kept as given."""
-    url = base_url.strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise EmbeddingError(f"base URL {redact_url(base_url)!r}: use http://HOST:PORT/v1 (or https://...)")
-    return url if parts.path not in ("", "/") else url + "/v1"
+def open_backend(spec: EmbeddingSpec, options: EmbedBackendOptions) -> OpenAIEmbeddings:
+    """The backend of an `emb:openai:MODEL@URL` spec (klue.embed.spec.KINDS)."""
+    if options.pooling is not None or options.max_length is not None:
+        raise DataError("--pooling and --max-length apply to emb:DIR models; a server pools and truncates itself")
+    assert spec.base_url is not None  # the kind's parse gives one
+    server = options.server
+    return OpenAIEmbeddings(spec.model, spec.base_url, api_key_env=server.api_key_env,
+                            concurrency=server.concurrency, batch_size=server.batch_size, timeout_s=server.timeout_s)
 
 
 class OpenAIEmbeddings:
@@ -49,12 +57,9 @@ class OpenAIEmbeddings:
     name = "openai"
 
     def __init__(self, model: str, base_url: str, *, api_key_env: str | None = "OPENAI_API_KEY",
-                 concurrency: int = 4, batch_size: int = 64, timeout_s: float = 60.0, max_attempts: int = 4,
+                 concurrency: int = 4, batch_size: int = EMBED_BATCH_SIZE, timeout_s: float = 120.0, max_attempts: int = 4,
                  backoff_s: float = 0.5, probe: bool = True) -> None:
-        if concurrency < 1 or batch_size < 1:
-            raise EmbeddingError("--concurrency and --batch-size must be 1 or more")
-        if timeout_s <= 0:
-            raise EmbeddingError("--timeout must be positive")
+        ServerOptions(concurrency=concurrency, timeout_s=timeout_s, batch_size=batch_size)  # checks them
         self.model = model
         root = api_root(base_url)
         self.root = redact_url(root)  # as shown; the transport holds the credentials, if any
@@ -97,31 +102,19 @@ class OpenAIEmbeddings:
         """Every batch, at most `concurrency` in flight; the first failure cancels the rest and is raised."""
         counts: dict[str, int] = {}
         async with self.transport.client() as client:
-            semaphore = asyncio.Semaphore(self.concurrency)
-
             async def one(index: int, batch: list[str]) -> np.ndarray:
                 first = index * self.batch_size
                 what = f"texts {first + 1}-{first + len(batch)}"
-                async with semaphore:
-                    answer = await self._request(client, "POST", "/embeddings",
-                                                 {"model": self.model, "input": batch, "encoding_format": "float"},
-                                                 what, counts)
+                answer = await self._request(client, "POST", "/embeddings",
+                                             {"model": self.model, "input": batch, "encoding_format": "float"},
+                                             what, counts)
                 self._count(answer)
                 return vectors_from_answer(answer, len(batch), f"{self.root}/embeddings ({what})")
 
-            tasks = [asyncio.ensure_future(one(i, b)) for i, b in enumerate(batches)]
             try:
-                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+                return await gather_first_failure([one(i, b) for i, b in enumerate(batches)], self.concurrency)
             finally:
-                for task in tasks:
-                    if not task.done():
-                        task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
                 self.retries += counts.get("retries", 0)
-            failed = [t for t in tasks if t in done and not t.cancelled() and t.exception() is not None]
-            if failed:
-                raise failed[0].exception()  # type: ignore[misc]
-            return [t.result() for t in tasks]
 
     async def _request(self, client: httpx.AsyncClient, method: str, endpoint: str, body: dict[str, Any] | None,
                        what: str, counts: dict[str, int] | None = None) -> dict[str, Any]:
@@ -145,22 +138,12 @@ class OpenAIEmbeddings:
         server lists none."""
         async with self.transport.client() as client:
             try:
-                listing = await self._request(client, "GET", "/models", None, "listing the models")
-            except EmbeddingServerUnreachable:
-                raise
-            except EmbeddingError as error:
-                self.notes.append(f"GET /models failed, the fingerprint is the model name: {error}")
-                return self.model
-        entries = listing.get("data")
-        listed = [e.get("id") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
-        ids: list[str] = [i for i in listed if isinstance(i, str)]
-        if self.model in ids:
-            return self.model
-        if len(ids) == 1:  # a one-model server answers to any name with its model
-            self.notes.append(f"the server serves {ids[0]!r} under the name {self.model!r}")
-            return ids[0]
-        self.notes.append(f"the server lists no model {self.model!r} (it lists {ids})")
-        return self.model
+                served = await served_model_id(self.transport, client, self.model)
+            except UnreachableHttpError as error:
+                raise EmbeddingServerUnreachable(str(error)) from None
+        if served.note:
+            self.notes.append(served.note)
+        return served.id
 
 
 def vectors_from_answer(answer: dict[str, Any], n: int, where: str) -> np.ndarray:

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from klue.embed.base import EmbeddingError, as_matrix
+from klue.embed.base import EmbedBackendOptions, EmbeddingError, as_matrix
+from klue.embed.spec import EmbeddingSpec, local_directory
 from klue.errors import DataError
+from klue.io.endpoints import EMBED_BATCH_SIZE, ServerOptions
 from klue.io.provenance import tree_sha256
 
 POOLINGS = ("mean", "cls", "last")
@@ -31,17 +33,22 @@ def is_sentence_transformer(directory: Path) -> bool:
     return (directory / ST_MODULES_FILE).is_file()
 
 
+def open_backend(spec: EmbeddingSpec, options: EmbedBackendOptions) -> LocalBackend:
+    """The backend of an `emb:DIR` spec (klue.embed.spec.KINDS)."""
+    return LocalBackend(local_directory(spec), pooling=options.pooling, batch_size=options.server.batch_size,
+                        cpu=options.server.cpu, max_length=options.max_length)
+
+
 class LocalBackend:
     """`EmbeddingBackend` over a model directory, in this process (a GPU when there is one, unless `cpu`)."""
 
     name = "local"
 
-    def __init__(self, directory: Path, *, pooling: str | None = None, batch_size: int = 32, cpu: bool = False,
-                 max_length: int | None = None) -> None:
+    def __init__(self, directory: Path, *, pooling: str | None = None, batch_size: int = EMBED_BATCH_SIZE,
+                 cpu: bool = False, max_length: int | None = None) -> None:
         if pooling is not None and pooling not in POOLINGS:
             raise DataError(f"--pooling takes {', '.join(POOLINGS)}, not {pooling!r}")
-        if batch_size < 1:
-            raise DataError(f"--batch-size must be 1 or more, not {batch_size}")
+        ServerOptions(batch_size=batch_size)  # checks it
         self.directory = directory
         self.batch_size = batch_size
         self.notes: list[str] = []

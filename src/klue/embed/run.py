@@ -11,13 +11,13 @@ the model only for what is missing.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from klue.embed.base import EmbeddingBackend
+from klue.embed.base import EmbeddingBackend, EmbedSettings
 from klue.embed.cache import CACHE_FILE, EmbeddingCache
 from klue.embed.embedder import Embedder
 from klue.embed.frozen import (
@@ -30,25 +30,18 @@ from klue.embed.frozen import (
 from klue.errors import DataError
 from klue.io.redact import redact_text
 from klue.predictions import write_predictions
-from klue.protocols import ProtocolData
 from klue.results import EMBEDDING, PREDICTIONS_FILE, EmbeddingSummary, Results
-from klue.scoring import ProducerReport, judge
+from klue.scoring import ProducerReport, RunRequest
 from klue.tasks.base import Task
 from klue.tasks.embedding import Classification, EmbeddingUse, Similarity
 
 
-@dataclass(frozen=True)
-class EmbedSettings:
-    prompt: str | None = None  # None: the model's own (a sentence-transformers default), else none
-    limit: int | None = None  # the first N evaluation examples only (a partial run, never ranked)
-    progress: bool = True
-
-
-def run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: int, out_dir: Path,
-        metric_mode: str, backend: EmbeddingBackend, settings: EmbedSettings | None = None, *,
+def run(request: RunRequest, backend: EmbeddingBackend, settings: EmbedSettings | None = None, *,
         cache_path: Path | None = None) -> Results:
-    """Evaluate the embedding model `backend` (named `spec_text`) on `task`; see the module docstring. The cache
-    is `cache_path` (default: out_dir/embedding_cache.sqlite)."""
+    """Evaluate the embedding model `backend` (named `request.model_spec`) on `request.task`; see the module
+    docstring. The cache is `cache_path` (default: out_dir/embedding_cache.sqlite)."""
+    task, spec_text, data, seed, out_dir = (request.task, request.model_spec, request.protocol_data, request.seed,
+                                            Path(request.out_dir))
     settings = settings or EmbedSettings()
     started = time.perf_counter()
     spec_text = redact_text(spec_text)  # the model's name in every output from here: no URL credentials
@@ -90,7 +83,7 @@ def run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: int
         hyperparameters={"prompt": embedder.prompt, "pooling": summary.pooling, "seed": seed, "limit": settings.limit,
                          "head": head},
         train_time_s=fit_time, eval_examples_per_s=None, partial=partial, embedding=summary)
-    return judge(task, eval_part, Path(out_dir), metric_mode, producer)  # type: ignore[arg-type]
+    return request.judge(eval_part, producer)
 
 
 def _inputs(use: EmbeddingUse, records: list[Any], embedder: Embedder, task_name: str,

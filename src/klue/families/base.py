@@ -1,6 +1,7 @@
 """What a model family declares: which model specs are its own, its options (a dataclass), whether it uses
-a GPU, and how it runs: train (or prompt) on the protocol's training part, write `out_dir/predictions.jsonl`
-and return the Results the judge made of that file (`klue.scoring.judge`, the path `klue score` takes).
+a GPU, and how it runs a `klue.scoring.RunRequest`: train (or prompt) on the protocol's training part, write
+`out_dir/predictions.jsonl` and return the Results the judge made of that file (`klue.scoring.judge`, the
+path `klue score` takes).
 
 The families are listed in `klue.families` (the registry); `klue train`, `klue llm`, `klue benchmark` and
 the benchmark's cells ask it, so a spec is told apart in one place. A family imports its producer
@@ -12,14 +13,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from klue.results import Results
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from klue.protocols import ProtocolData
+    from klue.scoring import RunRequest
     from klue.tasks.base import Task
 
 O = TypeVar("O")  # a family's options dataclass
@@ -59,17 +59,20 @@ class ModelFamily(ABC, Generic[O]):
         a DataError for one it does not take."""
 
     @abstractmethod
-    def run(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-            mode: str, options: O) -> Results:
-        """One run into `out_dir` (see the module docstring), as a benchmark cell: under the benchmark's lock."""
+    def run(self, request: RunRequest, options: O) -> Results:
+        """One run into `request.out_dir` (see the module docstring), as a benchmark cell: under the benchmark's
+        lock."""
 
-    def run_alone(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                  out_dir: Path, mode: str, options: O) -> Results:
-        """A run of its own (`klue train`), holding `out_dir` (klue.io.lock) while it writes. This default
-        is for families whose `run` holds it already."""
-        return self.run(task, model, protocol_data, seed, out_dir, mode, options)
+    def run_alone(self, request: RunRequest, options: O) -> Results:
+        """A run of its own (`klue train`), holding `out_dir` (klue.io.lock) while it writes: the one place a
+        run takes the lock, for every family."""
+        from klue.io.lock import exclusive_in_main_process
+        from klue.io.redact import redact_text
 
-    def run_cell(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                 out_dir: Path, mode: str, overrides: Mapping[str, Any]) -> Results:
+        command = f"klue {self.command} {request.task.name} {redact_text(request.model_spec)}"
+        with exclusive_in_main_process(Path(request.out_dir), command):
+            return self.run(request, options)
+
+    def run_cell(self, request: RunRequest, overrides: Mapping[str, Any]) -> Results:
         """A benchmark cell (klue.benchmark.cells.CellFamily): `run` with the options its overrides give."""
-        return self.run(task, model, protocol_data, seed, out_dir, mode, self.options(overrides))
+        return self.run(request, self.options(overrides))

@@ -12,10 +12,7 @@ from klue.families.base import ModelFamily, ModelFamilyUnavailable
 from klue.results import CLASSIC, Results
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from klue.protocols import ProtocolData
-    from klue.tasks.base import Task
+    from klue.scoring import RunRequest
 
 
 @dataclass(frozen=True)
@@ -40,13 +37,8 @@ class ClassicFamily(ModelFamily[ClassicOptions]):
                             f"recipe or trackers; got {', '.join(sorted(values))}")
         return ClassicOptions()
 
-    def run(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-            mode: str, options: ClassicOptions) -> Results:
-        return _baselines().run(task, protocol_data, seed, out_dir, mode=mode)
-
-    def run_alone(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                  out_dir: Path, mode: str, options: ClassicOptions) -> Results:
-        return _baselines().run_locked(task, protocol_data, seed, out_dir, mode)
+    def run(self, request: RunRequest, options: ClassicOptions) -> Results:
+        return _baselines().run(request)
 
 
 def _baselines() -> ModuleType:

@@ -5,36 +5,42 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from klue.embed.spec import LOCAL_KIND, local_directory, parse_spec, recognises
+from klue.embed.base import EmbedBackendOptions, EmbeddingBackend, EmbedSettings
+from klue.embed.spec import LOCAL_KIND, backend_module, kind_named, local_directory, parse_spec, recognises
 from klue.errors import DataError
-from klue.families.base import ModelFamily, ModelFamilyUnavailable
-from klue.io.redact import redact_text
+from klue.families.base import ModelFamily
+from klue.io.endpoints import ServerOptions
 from klue.results import EMBEDDING, Results
 
 if TYPE_CHECKING:
-    from klue.protocols import ProtocolData
+    from klue.scoring import RunRequest
     from klue.tasks.base import Task
 
 
 @dataclass(frozen=True)
 class EmbedOptions:
-    """`klue embed`'s options (and `klue benchmark --override KEY=VALUE` for an embedding cell)."""
+    """`klue embed`'s options (and `klue benchmark --override KEY=VALUE` for an embedding cell), by flat key:
+    EmbedSettings' fields (prompt, limit, progress), `cache`, ServerOptions' fields (batch_size, concurrency,
+    timeout_s, api_key_env, cpu) and the in-process `pooling` and `max_length`."""
 
-    prompt: str | None = None  # before every text; None: the model's own prompt, if it declares one
-    pooling: str | None = None  # local plain encoders: mean (default), cls or last
-    batch_size: int = 32  # texts per forward pass (local) or per request (HTTP)
-    concurrency: int = 4  # requests in flight (HTTP)
-    timeout_s: float = 60.0  # per request (HTTP)
-    api_key_env: str | None = "OPENAI_API_KEY"  # the environment variable holding the API key (HTTP)
-    max_length: int | None = None  # tokens per text (local); None: the model's own limit
-    cpu: bool = False  # local: stay off the GPU
-    limit: int | None = None  # the first N evaluation examples only
+    settings: EmbedSettings = field(default_factory=EmbedSettings)
+    backend: EmbedBackendOptions = field(default_factory=EmbedBackendOptions)
     cache: str | None = None  # the embedding cache file; None: the cell's own directory
-    progress: bool = True
+
+
+def option_defaults() -> dict[str, Any]:
+    """Every key `EmbeddingFamily.options` takes, with its default."""
+    defaults = EmbedOptions()
+    return {**_fields(defaults.settings), "cache": defaults.cache, **_fields(defaults.backend.server),
+            "pooling": defaults.backend.pooling, "max_length": defaults.backend.max_length}
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
 
 class EmbeddingFamily(ModelFamily[EmbedOptions]):
@@ -46,7 +52,7 @@ class EmbeddingFamily(ModelFamily[EmbedOptions]):
 
     def uses_gpu(self, model: str) -> bool:
         """A local model runs on a GPU where there is one; a server is someone else's machine."""
-        return parse_spec(model).kind == LOCAL_KIND
+        return kind_named(parse_spec(model).kind).uses_gpu
 
     def check(self, model: str) -> None:
         spec = parse_spec(model)
@@ -59,54 +65,32 @@ class EmbeddingFamily(ModelFamily[EmbedOptions]):
         return task.no_embedding or "the task declares no embedding use"
 
     def options(self, values: Mapping[str, Any]) -> EmbedOptions:
-        known = [f.name for f in dataclasses.fields(EmbedOptions)]
+        known = list(option_defaults())
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise DataError(f"embedding cells take only {', '.join(known)}, not {', '.join(unknown)}")
-        return EmbedOptions(**dict(values))
+        given = {**option_defaults(), **values}
+        server = {f.name: given[f.name] for f in dataclasses.fields(ServerOptions)}
+        return EmbedOptions(
+            EmbedSettings(**{f.name: given[f.name] for f in dataclasses.fields(EmbedSettings)}),
+            EmbedBackendOptions(ServerOptions(**server), given["pooling"], given["max_length"]), given["cache"])
 
-    def run(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-            mode: str, options: EmbedOptions) -> Results:
-        from klue.embed.run import EmbedSettings, run
+    def run(self, request: RunRequest, options: EmbedOptions) -> Results:
+        from klue.embed.run import run
 
-        task.make_embedding()  # a task the family does not apply to is refused before a model loads
-        backend = open_backend(model, options)
+        request.task.make_embedding()  # a task the family does not apply to is refused before a model loads
+        backend = open_backend(request.model_spec, options.backend)
         try:
-            return run(task, model, protocol_data, seed, out_dir, mode, backend,
-                       EmbedSettings(options.prompt, options.limit, options.progress),
-                       cache_path=Path(options.cache) if options.cache else None)
+            return run(request, backend, options.settings, cache_path=Path(options.cache) if options.cache else None)
         finally:
             backend.close()
 
-    def run_alone(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int,
-                  out_dir: Path, mode: str, options: EmbedOptions) -> Results:
-        from klue.io.lock import exclusive
 
-        with exclusive(Path(out_dir), f"klue embed {task.name} {redact_text(model)}"):
-            return self.run(task, model, protocol_data, seed, out_dir, mode, options)
-
-
-def open_backend(model: str, options: EmbedOptions) -> Any:
-    """The backend a spec names (its libraries imported only now)."""
+def open_backend(model: str, options: EmbedBackendOptions) -> EmbeddingBackend:
+    """The backend a spec names (its kind's module and libraries imported only now)."""
     spec = parse_spec(model)
-    if spec.kind == LOCAL_KIND:
-        try:
-            from klue.embed.local import LocalBackend
-        except ImportError as error:
-            raise ModelFamilyUnavailable(f"emb:DIR needs sentence-transformers ({error}): pip install "
-                                         "'klue[embed]'") from None
-        return LocalBackend(local_directory(spec), pooling=options.pooling, batch_size=options.batch_size,
-                            cpu=options.cpu, max_length=options.max_length)
-    if options.pooling is not None or options.max_length is not None:
-        raise DataError("--pooling and --max-length apply to emb:DIR models; a server pools and truncates itself")
-    try:
-        from klue.embed.http import OpenAIEmbeddings
-    except ImportError as error:
-        raise ModelFamilyUnavailable(f"emb:openai: needs httpx ({error}): pip install 'klue[embed]'") from None
-    assert spec.base_url is not None
-    return OpenAIEmbeddings(spec.model, spec.base_url, api_key_env=options.api_key_env,
-                            concurrency=options.concurrency, batch_size=options.batch_size,
-                            timeout_s=options.timeout_s)
+    backend: EmbeddingBackend = backend_module(spec).open_backend(spec, options)
+    return backend
 
 
 FAMILY = EmbeddingFamily()

@@ -11,10 +11,7 @@ from klue.families.base import ModelFamily, ModelFamilyUnavailable
 from klue.results import ENCODER, Results
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
-    from klue.protocols import ProtocolData
-    from klue.tasks.base import Task
+    from klue.scoring import RunRequest
 
 
 @dataclass(frozen=True)
@@ -38,13 +35,12 @@ class EncoderFamily(ModelFamily[EncoderOptions]):
     def options(self, values: Mapping[str, Any]) -> EncoderOptions:
         return EncoderOptions(dict(values))
 
-    def run(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-            mode: str, options: EncoderOptions) -> Results:
+    def run(self, request: RunRequest, options: EncoderOptions) -> Results:
         try:
             from klue.training import run
         except ImportError as error:
             raise ModelFamilyUnavailable(f"fine-tuning is not available ({error}); install klue[train]") from None
-        return run(task, model, protocol_data, seed, out_dir, dict(options.overrides), mode=mode)
+        return run(request, dict(options.overrides))
 
 
 FAMILY = EncoderFamily()

@@ -10,22 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from klue.errors import DataError
 from klue.families.base import ModelFamily, ModelFamilyUnavailable
-from klue.llm.backends.base import BackendOptions
+from klue.io.endpoints import ServerOptions
 from klue.llm.spec import kind_of, open_backend, parse_spec
 from klue.results import LLM, Results
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from klue.llm.run import LlmSettings
-    from klue.protocols import ProtocolData
-    from klue.tasks.base import Task
+    from klue.scoring import RunRequest
 
 
 @dataclass(frozen=True)
 class LlmOptions:
-    settings: LlmSettings  # how the prompts run: mode, form, shots, limit, constrained decoding, progress
-    backend: BackendOptions  # how the backend opens: concurrency, timeout, API key variable, CPU, batch size
+    settings: LlmSettings  # how the prompts run: method, form, shots, limit, constrained decoding, progress
+    backend: ServerOptions  # how the backend opens: concurrency, timeout, API key variable, CPU, batch size
 
 
 class LlmFamily(ModelFamily[LlmOptions]):
@@ -46,22 +43,21 @@ class LlmFamily(ModelFamily[LlmOptions]):
         from klue.llm.run import LlmSettings
 
         settings_keys = [f.name for f in dataclasses.fields(LlmSettings)]
-        backend_keys = [f.name for f in dataclasses.fields(BackendOptions)]
+        backend_keys = [f.name for f in dataclasses.fields(ServerOptions)]
         unknown = sorted(set(values) - set(settings_keys) - set(backend_keys))
         if unknown:
             raise DataError(f"LLM cells take only {', '.join(settings_keys + backend_keys)}, not {', '.join(unknown)}")
         return LlmOptions(LlmSettings(**{k: v for k, v in values.items() if k in settings_keys}),
-                          BackendOptions(**{k: v for k, v in values.items() if k in backend_keys}))
+                          ServerOptions(**{k: v for k, v in values.items() if k in backend_keys}))
 
-    def run(self, task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-            mode: str, options: LlmOptions) -> Results:
+    def run(self, request: RunRequest, options: LlmOptions) -> Results:
         try:
             from klue.llm.run import run
         except ImportError as error:
             raise ModelFamilyUnavailable(f"LLM evaluation is not available ({error}); install klue[train,llm]") from None
-        backend = open_backend(parse_spec(model), options.backend)
+        backend = open_backend(parse_spec(request.model_spec), options.backend)
         try:
-            return run(task, model, protocol_data, seed, out_dir, mode, options.settings, backend=backend)
+            return run(request, options.settings, backend=backend)
         finally:
             backend.close()
 

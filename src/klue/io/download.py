@@ -46,7 +46,7 @@ from typing import BinaryIO, Literal, Protocol
 try:  # POSIX: a live run's .part is told from an abandoned one by its lock
     import fcntl
 except ImportError:  # Windows: by its age instead (_part_abandoned)
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # typeshed: the module is never None
 
 from rich.progress import Progress, TaskID
 
@@ -60,7 +60,6 @@ from klue.io.retry import Deadline, RetryPolicy, retry_after_seconds, retryable_
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com/KLUE-benchmark/KLUE/main/klue_benchmark/"
 BASE_URL_ENV = "KLUE_DOWNLOAD_BASE_URL"  # a mirror of `klue_benchmark/` (v1.1 files by official path)
 V1_BASE_URL_ENV = "KLUE_DOWNLOAD_V1_BASE_URL"  # a mirror holding the v1 tarballs by file name
-VERSIONS = ("v1.1", "v1")
 CHUNK_SIZE = 1 << 16
 DEFAULT_DEADLINE_S = 1800.0  # a whole file; the largest official file (19 MB) needs ~11 KB/s to make it
 PART_GRACE_S = 1.0  # a .part younger than this may be another run's, created but not locked yet
@@ -68,6 +67,7 @@ PART_STALE_WITHOUT_LOCKS_S = 3600.0  # where there is no flock: a .part untouche
 USER_AGENT = "klue-downloader (+https://github.com/KLUE-benchmark/KLUE)"
 
 Version = Literal["v1.1", "v1"]
+VERSIONS: tuple[Version, ...] = ("v1.1", "v1")
 Status = Literal["present", "downloaded", "imported", "failed", "missing"]
 
 

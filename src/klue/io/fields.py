@@ -67,6 +67,12 @@ class Fields:
     def at(self, key: str) -> str:
         return f"{self.location}.{key}" if self.paths else self.location
 
+    def build(self, make: Callable[..., RecordT], *args: Any, **kwargs: Any) -> RecordT | None:
+        """`make(*args, **kwargs)` when the object read clean, else None. The reads return None only where they
+        failed (and marked the object), so a clean object's required values are all present: this is where a
+        reader's `str | None` values become a record's `str` (the types are not checked through `make`)."""
+        return make(*args, **kwargs) if self.ok else None
+
     def fail(self, location: str, message: str) -> None:
         self.log.error(location, self.prefix + message)
         node: Fields | None = self

@@ -25,6 +25,7 @@ from klue.errors import DataError, ProblemLog
 from klue.io.atomic import write_dir_atomic
 from klue.io.fields import Fields, item_path
 from klue.io.formats import ReadPurpose, SavedPath, is_saved_dir
+from klue.io.release import FileRole
 from klue.io.text import check_unique_guids
 
 HF_DATASET = "klue/klue"
@@ -33,7 +34,7 @@ HF_DATASET = "klue/klue"
 HF_REVISION = "349481ec73fff722f88e0453ca05c77a447d967c"
 INSTALL_HINT = "pip install 'klue[hf]'"
 # Official file role -> the split name the hub copy (and an export) uses for it.
-SPLIT_OF_ROLE: Mapping[str, str] = {"train": "train", "dev": "validation"}
+SPLIT_OF_ROLE: Mapping[FileRole, str] = {"train": "train", "dev": "validation"}
 VALUE_TYPES = frozenset({"string", "int32", "int64", "float64", "bool"})
 
 RecordT = TypeVar("RecordT")

@@ -2,6 +2,10 @@
 embedding backends): one connection pool per batch of calls, the retry policy of `klue.io.retry`, one-line
 errors, credentials kept out of every message.
 
+The plumbing the server clients share sits here too: `gather_first_failure` (concurrent requests, the first
+failure cancelling the rest) and `served_model_id` (the id a server lists for the model asked); their
+addresses (`api_root`, a spec's `MODEL@URL`) are read by `klue.io.endpoints`, which needs no httpx.
+
 A client builds a `JsonTransport` for a server root (`http://host:8000/v1`), opens `client()` for a batch of
 requests (at most `concurrency` connections) and awaits `request(...)` for each. It gets the decoded JSON
 object, or one of:
@@ -23,7 +27,8 @@ import json
 import os
 import ssl
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -209,3 +214,79 @@ def run_blocking(coroutine: Coroutine[Any, Any, T], name: str = "klue-http") -> 
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What every server client does the same way
+
+
+class DeadlinePassed(TimeoutError):
+    """`gather_first_failure`'s deadline passed with `answered` of `total` awaitables done."""
+
+    def __init__(self, answered: int, total: int) -> None:
+        super().__init__(f"{answered} of {total} answered")
+        self.answered, self.total = answered, total
+
+
+async def gather_first_failure(coroutines: Sequence[Coroutine[Any, Any, T]], concurrency: int,
+                               timeout_s: float | None = None) -> list[T]:
+    """The coroutines' results in order, at most `concurrency` running at once (a request waiting for the
+    transport's pool would spend its timeout waiting); the first failure cancels the rest and is raised, and
+    so is DeadlinePassed after `timeout_s`."""
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def bounded(coroutine: Coroutine[Any, Any, T]) -> T:
+        try:
+            async with semaphore:
+                return await coroutine
+        finally:
+            coroutine.close()  # one cancelled while it waited never started: closed, not left unawaited
+
+    tasks = [asyncio.ensure_future(bounded(c)) for c in coroutines]
+    if not tasks:
+        return []
+    try:
+        done, pending = await asyncio.wait(tasks, timeout=timeout_s, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        error = task.exception() if task in done and not task.cancelled() else None
+        if error is not None:
+            raise error
+    if pending:
+        raise DeadlinePassed(sum(1 for t in tasks if t in done), len(tasks))
+    return [t.result() for t in tasks]
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What GET /models says of the model asked for: the id it is served under, and a note where that is not
+    simply the name asked (None: listed under that name)."""
+
+    id: str
+    note: str | None = None
+
+
+async def served_model_id(transport: JsonTransport, client: httpx.AsyncClient, model: str,
+                          counts: dict[str, int] | None = None) -> ServedModel:
+    """The server's id for `model` (GET /models): what the weights are, as far as a server says. A one-model
+    server (llama-cpp-python) answers to any name with its model: then its id. UnreachableHttpError when no
+    connection can be made; any other failure is a note, and the id is the name asked."""
+    try:
+        listing = await transport.request(client, "GET", "/models", None, "listing the models", counts)
+    except UnreachableHttpError:
+        raise
+    except HttpError as error:
+        return ServedModel(model, f"GET /models failed, the fingerprint is the model name: {error}")
+    entries = listing.get("data")
+    listed = [e.get("id") for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    ids: list[str] = [i for i in listed if isinstance(i, str)]  # model names: what the server lists as text
+    if model in ids:
+        return ServedModel(model)
+    if len(ids) == 1:
+        return ServedModel(ids[0], f"the server lists no model {model!r}; it serves its one model {ids[0]!r} "
+                                   "under that name")
+    return ServedModel(model, f"the server lists no model {model!r} (it lists {ids})")

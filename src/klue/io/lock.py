@@ -82,3 +82,15 @@ def check_free(directory: Path, command: str) -> None:
     if (directory / LOCK_FILE).exists():
         with exclusive(directory, command):
             pass
+
+
+def exclusive_in_main_process(directory: Path, command: str) -> contextlib.AbstractContextManager[None]:
+    """`exclusive`, taken by the main process of an `accelerate launch` (or a process not launched at all) for
+    all of them: the others, known from the launcher's RANK, take nothing."""
+    return exclusive(directory, command) if is_launch_main() else contextlib.nullcontext()
+
+
+def is_launch_main() -> bool:
+    """Whether this process is the main one of an `accelerate launch` (or not launched at all), known from
+    the launcher's environment before accelerate starts."""
+    return os.environ.get("RANK", "0") == "0"

@@ -37,9 +37,8 @@ from klue.llm.backends.base import (
 from klue.llm.fitting import Fitted
 from klue.llm.shots import draw_shots, shot_label_agreement, shot_policy
 from klue.predictions import write_predictions
-from klue.protocols import ProtocolData
 from klue.results import LLM, PREDICTIONS_FILE, LlmSummary, Results
-from klue.scoring import ProducerReport, judge
+from klue.scoring import ProducerReport, RunRequest
 from klue.tasks.base import Task
 from klue.tasks.prompting import (
     CHAT,
@@ -64,7 +63,7 @@ CHUNK = 16  # examples per request batch: progress and the cache advance chunk b
 
 @dataclass(frozen=True)
 class LlmSettings:
-    mode: str = AUTO  # auto | loglik | generate
+    method: str = AUTO  # how answers are scored: auto | loglik (the choices' log-likelihoods) | generate
     form: str = COMPLETION  # completion | chat
     shots: int = 0
     limit: int | None = None  # the first N evaluation examples only (a partial run, never ranked)
@@ -73,29 +72,30 @@ class LlmSettings:
     max_context: int | None = None  # the model's context in tokens (--max-context), over what the backend says
 
 
-def choose_mode(prompts: TaskPrompts, asked: str, can_loglik: bool, task_name: str,
+def choose_method(prompts: TaskPrompts, asked: str, can_loglik: bool, task_name: str,
                 why_not: str = "") -> tuple[str, list[str]]:
-    """The mode to run and the notes to record: `auto` takes the task's default where the backend can do it,
-    else generation; an explicit `loglik` on a backend without prompt log-probabilities is refused. `why_not`:
-    why the backend has none, where its probe found out (Capabilities.loglik_why_not), said in both."""
+    """The method to run (loglik or generate) and the notes to record: `auto` takes the task's default where
+    the backend can do it, else generation; an explicit `loglik` on a backend without prompt log-probabilities
+    is refused. `why_not`: why the backend has none, where its probe found out (Capabilities.loglik_why_not),
+    said in both."""
     notes: list[str] = []
     cause = why_not or "the backend returns no prompt log-probabilities"
     if asked == AUTO:
-        mode = prompts.default_mode
-        if mode == LOGLIK and not can_loglik:
+        method = prompts.default_mode
+        if method == LOGLIK and not can_loglik:
             notes.append(f"{cause}: generate-and-parse instead of log-likelihood")
-            mode = GENERATE
+            method = GENERATE
     elif asked in (LOGLIK, GENERATE):
-        mode = asked
-        if mode == LOGLIK and not can_loglik:
-            raise DataError(f"{task_name}: --mode loglik needs prompt log-probabilities, which this backend does "
-                            f"not give ({why_not or 'a server without echo log-probs'}); use --mode generate or "
+        method = asked
+        if method == LOGLIK and not can_loglik:
+            raise DataError(f"{task_name}: --method loglik needs prompt log-probabilities, which this backend does "
+                            f"not give ({why_not or 'a server without echo log-probs'}); use --method generate or "
                             "auto")
     else:
-        raise DataError(f"--mode takes auto, loglik or generate, not {asked!r}")
-    if not prompts.supports(mode):
-        raise DataError(f"{task_name} has no {mode} mode; its modes: {', '.join(prompts.modes)}")
-    return mode, notes
+        raise DataError(f"--method takes auto, loglik or generate, not {asked!r}")
+    if not prompts.supports(method):
+        raise DataError(f"{task_name} has no {method} method; its methods: {', '.join(prompts.modes)}")
+    return method, notes
 
 
 def _prompt_text(prompts: TaskPrompts, record: Any, shots: Sequence[Any], form: str, backend: Backend) -> str:
@@ -133,7 +133,7 @@ class ExampleOutput:
     guid: str
     shots: list[str]
     prompt: str | list[list[str]]
-    mode: str
+    method: str  # LOGLIK or GENERATE (the file's "mode")
     raw: Any  # log-likelihoods per choice, or the generated text
     prediction: dict[str, Any]
     parsed: bool
@@ -144,24 +144,21 @@ class ExampleOutput:
     n_prompt_tokens: int | None = None  # as counted when fitting (None: no context known, nothing counted)
 
 
-def run(task: Task[Any, Any], spec_text: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-        metric_mode: str = "official", settings: LlmSettings | None = None, *, backend: Backend | None = None,
+def run(request: RunRequest, settings: LlmSettings | None = None, *, backend: Backend | None = None,
         cache_path: Path | None = None) -> Results:
-    """Evaluate the model `spec_text` (klue.llm.spec) on `task`; see the module docstring. `backend` replaces
-    the one the spec names (tests); the request cache is `cache_path` (default: out_dir/llm_cache.sqlite)."""
-    from klue.io.lock import exclusive
-
-    with exclusive(Path(out_dir), f"klue llm {task.name} {redact_text(spec_text)}"):
-        return _run(task, spec_text, protocol_data, seed, Path(out_dir), metric_mode, settings or LlmSettings(),
-                    backend, cache_path)
+    """Evaluate the model `request.model_spec` (klue.llm.spec) on `request.task`; see the module docstring.
+    `backend` replaces the one the spec names (tests); the request cache is `cache_path` (default:
+    out_dir/llm_cache.sqlite)."""
+    return _run(request, settings or LlmSettings(), backend, cache_path)
 
 
-def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: int, out_dir: Path,
-         metric_mode: str, settings: LlmSettings, backend: Backend | None, cache_path: Path | None) -> Results:
+def _run(request: RunRequest, settings: LlmSettings, backend: Backend | None, cache_path: Path | None) -> Results:
     from klue.llm.cache import CachedBackend, RequestCache
     from klue.llm.spec import open_backend, parse_spec
 
     started = time.perf_counter()
+    task, spec_text, data, seed, out_dir = (request.task, request.model_spec, request.protocol_data, request.seed,
+                                            Path(request.out_dir))
     if settings.form not in FORMS:
         raise DataError(f"--form takes {' or '.join(FORMS)}, not {settings.form!r}")
     if settings.max_context is not None and settings.max_context < 1:
@@ -169,14 +166,14 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
     prompts: TaskPrompts = task.make_prompts(data.roots)
     inner = backend if backend is not None else open_backend(parse_spec(spec_text))
     spec_text = redact_text(spec_text)  # the model's name in every output from here: no URL credentials
-    mode, notes = choose_mode(prompts, settings.mode, inner.capabilities.loglik, task.name,
-                              inner.capabilities.loglik_why_not)
+    method, notes = choose_method(prompts, settings.method, inner.capabilities.loglik, task.name,
+                                  inner.capabilities.loglik_why_not)
     if settings.form == CHAT and not inner.capabilities.chat:
         raise DataError(f"{spec_text}: the chat form needs a chat template or endpoint, which this backend lacks; "
                         "use --form completion")
-    if settings.form == CHAT and mode == LOGLIK and not inner.renders_chat:
+    if settings.form == CHAT and method == LOGLIK and not inner.renders_chat:
         raise DataError("chat-form log-likelihood needs the prompt as text (the in-process backend); over HTTP "
-                        "use --form completion for log-likelihood, or --mode generate")
+                        "use --form completion for log-likelihood, or --method generate")
     cached = CachedBackend(inner, RequestCache(cache_path or out_dir / CACHE_FILE))
 
     evaluated = list(data.eval)[:settings.limit] if settings.limit is not None else list(data.eval)
@@ -187,8 +184,8 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
                 for r in evaluated}
     context = _Context(settings.max_context, "--max-context") if settings.max_context is not None else \
         _Context(inner.context_length, "the backend")
-    engine = _Engine(task, prompts, cached, inner, mode, settings.form, settings.constrained, context,
-                     fitting.token_budget(prompts, data.train, inner) if mode == GENERATE else None)
+    engine = _Engine(task, prompts, cached, inner, method, settings.form, settings.constrained, context,
+                     fitting.token_budget(prompts, data.train, inner) if method == GENERATE else None)
 
     outputs: list[ExampleOutput] = []
     predictions: list[Any] = []
@@ -214,13 +211,14 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
     failures = sum(not o.parsed and not o.unfit for o in outputs)
     agreement = _agreement(prompts, predictions, outputs, shots_of, task)
     summary = LlmSummary(
-        backend=inner.name, model_fingerprint=inner.fingerprint, mode=mode, form=settings.form, shots=settings.shots,
+        backend=inner.name, model_fingerprint=inner.fingerprint, mode=method, form=settings.form, shots=settings.shots,
         prompt_version=prompts.version, capabilities=inner.capabilities.to_json(), usage=cached.usage.to_json(),
         n_parse_failures=failures, parse_failure_rate=failures / len(outputs),
         n_constrained=sum(1 for o in outputs if isinstance(o.raw, dict) and o.raw.get("constrained")),
         limit=settings.limit, outputs_file=OUTPUTS_FILE,
         notes=[*notes, *([prompts.notes] if prompts.notes else []), *context.notes],
-        not_applicable=list(prompts.not_applicable.get(mode, ())),
+        not_applicable=list(prompts.not_applicable.get(method, ())),
+        instead_of_loglik=settings.method == AUTO and prompts.default_mode == LOGLIK and method == GENERATE,
         shot_policy=shot_policy(settings.shots, prompts.label_of),
         shot_label_agreement=agreement[0] if agreement else None,
         shot_label_agreement_chance=agreement[1] if agreement else None,
@@ -230,10 +228,10 @@ def _run(task: Task[Any, Any], spec_text: str, data: ProtocolData[Any], seed: in
         budget_rule=fitting.BUDGET_RULE if engine.budget is not None else "")
     producer = ProducerReport(
         model=spec_text, model_family=LLM, seed=seed, started=started, recipe=f"prompts {prompts.version}",
-        hyperparameters={"mode": mode, "form": settings.form, "shots": settings.shots, "seed": seed,
+        hyperparameters={"mode": method, "form": settings.form, "shots": settings.shots, "seed": seed,
                          "limit": settings.limit, "constrained": summary.n_constrained > 0},  # applied, not asked
         eval_examples_per_s=len(evaluated) / eval_time if eval_time > 0 else None, partial=partial, llm=summary)
-    return judge(task, eval_part, out_dir, metric_mode, producer)  # type: ignore[arg-type]
+    return request.judge(eval_part, producer)
 
 
 def _agreement(prompts: TaskPrompts, predictions: Sequence[Any], outputs: Sequence[ExampleOutput],
@@ -275,7 +273,7 @@ class _Engine:
     prompts: TaskPrompts
     backend: Any  # the CachedBackend
     inner: Backend
-    mode: str
+    method: str  # LOGLIK or GENERATE
     form: str
     constrained: bool
     context: _Context
@@ -326,13 +324,13 @@ class _Engine:
 
     def _reserve(self, record: Any) -> int:
         """Tokens the answer needs after the prompt: the longest choice, or the generation budget."""
-        if self.mode == LOGLIK:
+        if self.method == LOGLIK:
             assert self.prompts.choices is not None
             return max(self.inner.count_tokens([" " + c for c in self.prompts.choices(record)]))
         return self._request(record, []).max_new_tokens
 
     def _measure(self, record: Any, shots: Sequence[Any]) -> int:
-        if self.mode == LOGLIK:
+        if self.method == LOGLIK:
             return self.inner.count_tokens([_prompt_text(self.prompts, record, shots, self.form, self.inner)])[0]
         request = self._request(record, shots)
         return fitting.prompt_tokens(self.inner, request.prompt, request.messages)
@@ -346,7 +344,7 @@ class _Engine:
     def _ask(self, chunk: Sequence[Any], fitted: Sequence[Fitted]) -> list[tuple[Any, ExampleOutput]]:
         """The chunk's predictions in order: the unfit ones scored as wrong, the others asked of the model."""
         asked = [(record, fit) for record, fit in zip(chunk, fitted) if fit.fits]
-        answered = iter(self._loglik(asked) if self.mode == LOGLIK else self._generate(asked))
+        answered = iter(self._loglik(asked) if self.method == LOGLIK else self._generate(asked))
         return [next(answered) if fit.fits else self._unfit(record, fit, "the prompt cannot fit the context")
                 for record, fit in zip(chunk, fitted)]
 
@@ -355,7 +353,7 @@ class _Engine:
         prediction = (prompts.unfit_prediction(record) if prompts.unfit_prediction is not None
                       else prompts.parse(record, "").prediction)
         return prediction, ExampleOutput(
-            self.task.guid(record), [], "", self.mode, None, self.task.prediction_to_json(prediction), False,
+            self.task.guid(record), [], "", self.method, None, self.task.prediction_to_json(prediction), False,
             f"unfit: {why} ({self.context.length} tokens); scored as wrong", fit.n_shots_dropped, fit.truncated,
             True, fit.n_tokens)
 
@@ -411,7 +409,7 @@ def _safe_parse(prompts: TaskPrompts, record: Any, text: str) -> Parsed:
 
 
 def _output_json(output: ExampleOutput) -> dict[str, Any]:
-    return {"guid": output.guid, "shots": output.shots, "mode": output.mode, "prompt": output.prompt,
+    return {"guid": output.guid, "shots": output.shots, "mode": output.method, "prompt": output.prompt,
             "raw": output.raw, "prediction": output.prediction, "parsed": output.parsed, "note": output.note,
             "fit": {"n_shots_dropped": output.n_shots_dropped, "truncated": output.truncated, "unfit": output.unfit,
                     "n_prompt_tokens": output.n_prompt_tokens}}

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from klue.errors import DataError
+from klue.io.endpoints import ServerOptions
 from klue.io.redact import redact_text
 from klue.llm import backends
 from klue.llm.backends import BackendKind
-from klue.llm.backends.base import Backend, BackendOptions
+from klue.llm.backends.base import Backend
 
 
 @dataclass(frozen=True)
@@ -61,15 +62,15 @@ def backend_module(kind: BackendKind) -> ModuleType:
                         f"pip install '{kind.install}'") from None
 
 
-def open_backend(spec: ModelSpec, options: BackendOptions | None = None) -> Backend:
+def open_backend(spec: ModelSpec, options: ServerOptions | None = None) -> Backend:
     """The backend a spec names, opened with `options` (the defaults where None)."""
-    backend: Backend = backend_module(spec.kind).open_backend(spec.target, options or BackendOptions())
+    backend: Backend = backend_module(spec.kind).open_backend(spec.target, options or ServerOptions())
     return backend
 
 
-def served_warning(spec: ModelSpec, options: BackendOptions | None = None) -> str | None:
+def served_warning(spec: ModelSpec, options: ServerOptions | None = None) -> str | None:
     """Before a run: why the backend may not serve the model the spec names (a server whose model list lacks
     it), or None; a backend without such a check (`served_warning` in its module) says nothing. An
     UnreachableError (exit 3) when the server cannot be reached."""
     check = getattr(backend_module(spec.kind), "served_warning", None)
-    return None if check is None else check(spec.target, options or BackendOptions())
+    return None if check is None else check(spec.target, options or ServerOptions())

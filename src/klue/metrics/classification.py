@@ -157,7 +157,7 @@ def _add(a: Mapping[Label, int], b: Mapping[Label, int]) -> dict[Label, int]:
 def _sorted_labels(labels: Iterable[Label]) -> list[Label]:
     items = list(labels)
     try:
-        return sorted(items)  # type: ignore[type-var]
+        return sorted(items)  # type: ignore[type-var]  # Hashable labels may not order: TypeError below
     except TypeError:  # mixed types: a stable, deterministic order anyway
         return sorted(items, key=lambda x: (type(x).__name__, repr(x)))
 

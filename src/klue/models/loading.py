@@ -234,12 +234,12 @@ def checkpoint_pooler(name_or_path: str | Path) -> dict[str, torch.Tensor] | Non
 def fit_embeddings(encoder: nn.Module, tokenizer: Any) -> int:
     """Grow the encoder's token embeddings when an adapter added tokens (entity markers); returns how many
     rows were added. New rows are drawn from the current (seeded) RNG."""
-    current = encoder.get_input_embeddings().num_embeddings  # type: ignore[operator]
+    current = encoder.get_input_embeddings().num_embeddings  # type: ignore[operator]  # an nn.Module attribute: torch types it Tensor | Module
     wanted = len(tokenizer)
     if wanted <= current:
         return 0
     # mean_resizing=False: new rows get the model's own initialiser (no covariance fit, no log message)
-    encoder.resize_token_embeddings(wanted, mean_resizing=False)  # type: ignore[operator]
+    encoder.resize_token_embeddings(wanted, mean_resizing=False)  # type: ignore[operator]  # as above (torch stubs)
     return wanted - current
 
 

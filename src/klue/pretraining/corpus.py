@@ -128,7 +128,7 @@ def _open_binary(path: Path, log: ProblemLog) -> IO[bytes] | None:
         log.error("", f"cannot read file: {error.strerror or error}")  # noqa: PLE1205
         return None
     if path.suffix == ".gz":
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]  # typeshed: GzipFile is no IO[bytes]
     if path.suffix in (".zst", ".zstd"):
         import zstandard
 

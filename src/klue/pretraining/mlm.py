@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from klue.pretraining.shards import BlockRange
 
 Arch = Literal["bert", "roberta"]
+ARCHS: tuple[Arch, ...] = ("bert", "roberta")
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 128},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024},

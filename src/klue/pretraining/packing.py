@@ -23,7 +23,7 @@ from klue.errors import DataError
 from klue.pretraining.morphemes import MorphemeSplitter
 
 WholeWord = Literal["none", "word", "morpheme"]
-WHOLE_WORD: tuple[str, ...] = ("none", "word", "morpheme")
+WHOLE_WORD: tuple[WholeWord, ...] = ("none", "word", "morpheme")
 _ENCODE_BATCH = 256  # texts per tokenizer call
 
 

@@ -40,7 +40,7 @@ from klue.io.progress import ProgressBar
 from klue.pretraining.pii import PII_KINDS, PiiDetector, document_rng, pseudonymise
 
 Executor = Literal["local", "ray"]
-EXECUTORS: tuple[str, ...] = ("local", "ray")
+EXECUTORS: tuple[Executor, ...] = ("local", "ray")
 # A file whose bytes fail the streamed checks is read whole once more for the corpus reader's exact message
 # (line, byte offset, likely encoding) when it is at most this big; a larger one gets a shorter message.
 _WHOLE_FILE_MESSAGE_LIMIT = 256 * 1024 * 1024
@@ -268,11 +268,12 @@ def ordered_results(items: Iterable[C], submit: Callable[[C], Future[R]], max_in
     try:
         while True:
             while not exhausted and len(pending) < max_in_flight:
-                item = next(source, _END)
-                if item is _END:
+                try:
+                    item = next(source)
+                except StopIteration:
                     exhausted = True
                 else:
-                    pending.append(submit(item))  # type: ignore[arg-type]
+                    pending.append(submit(item))
             if not pending:
                 return
             yield pending.popleft().result()
@@ -280,8 +281,6 @@ def ordered_results(items: Iterable[C], submit: Callable[[C], Future[R]], max_in
         for future in pending:
             future.cancel()
 
-
-_END = object()
 
 
 def _completed(function: Callable[..., R], *args: Any) -> Future[R]:
@@ -469,7 +468,7 @@ def pseudonymise_corpus(inputs: Sequence[str | Path], output_dir: str | Path, de
 
 
 def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDetector, seed: int,
-                       text_field: str = "text", workers: int | None = None, executor: str = "local",
+                       text_field: str = "text", workers: int | None = None, executor: Executor = "local",
                        ray_address: str | None = None, progress: bool = False) -> dict[str, object]:
     """Pseudonymise each input file into `output_dir/<same name>`; write and return the count report.
 
@@ -478,5 +477,5 @@ def pseudonymise_files(inputs: Sequence[str], output_dir: str, detector: PiiDete
     every core) or Ray tasks (`executor="ray"`, on `ray_address` or a local Ray; None or 0: every CPU of
     the Ray); the output is the same bytes whatever the workers (the module doc says why). `progress`
     shows a bar with the ETA on stderr."""
-    settings = ParallelSettings(workers=workers, executor=executor, ray_address=ray_address)  # type: ignore[arg-type]
+    settings = ParallelSettings(workers=workers, executor=executor, ray_address=ray_address)
     return pseudonymise_corpus(inputs, output_dir, detector, seed, text_field, settings, progress=progress)

@@ -49,9 +49,9 @@ from klue.pretraining.morphemes import MorphemeSplitter
 Algorithm = Literal["wordpiece", "bpe", "unigram"]
 Pretokenize = Literal["morpheme", "whitespace", "none"]
 Style = Literal["bert", "roberta"]
-ALGORITHMS: tuple[str, ...] = ("wordpiece", "bpe", "unigram")
-PRETOKENIZE: tuple[str, ...] = ("morpheme", "whitespace", "none")
-STYLES: tuple[str, ...] = ("bert", "roberta")
+ALGORITHMS: tuple[Algorithm, ...] = ("wordpiece", "bpe", "unigram")
+PRETOKENIZE: tuple[Pretokenize, ...] = ("morpheme", "whitespace", "none")
+STYLES: tuple[Style, ...] = ("bert", "roberta")
 
 CONTINUATION = "##"
 METASPACE = "▁"

@@ -292,8 +292,8 @@ class Aggregate:
         return statistics.fmean(scores[m] for m in info.main_metrics)
 
     def reference_klue_score(self, reference: ReferenceRow) -> float | None:
-        values = [self.reference_task_score(reference, t) for t in self.tasks]
-        return None if any(v is None for v in values) else statistics.fmean(values)  # type: ignore[arg-type]
+        values = [v for t in self.tasks if (v := self.reference_task_score(reference, t)) is not None]
+        return statistics.fmean(values) if len(values) == len(self.tasks) else None
 
 
 def load_results(root: Path) -> list[tuple[Path, Results]]:

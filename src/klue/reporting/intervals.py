@@ -140,15 +140,15 @@ def _row_tests(agg: Aggregate, task: str, out: Intervals) -> None:
     """Each row against the next one of its task table (task score order) on the same evaluation set, when
     both task scores count the same metrics (a row with a main metric not applicable scores another mean)."""
     info = agg.tasks[task]
-    rows = [r for r in agg.rows_for(task) if out.of(r) is not None and out.rows[id(r)].task_score is not None]
-    rows.sort(key=lambda r: -(r.task_score(info.main_metrics).mean))  # type: ignore[union-attr]
-    for first, second in itertools.pairwise(rows):
-        a, b = out.rows[id(first)], out.rows[id(second)]
-        if a.eval_set != b.eval_set or (first.counted_metrics(info.main_metrics)
-                                        != second.counted_metrics(info.main_metrics)):
+    scored = [(r, score.mean, resampled) for r in agg.rows_for(task) if out.of(r) is not None
+              and (resampled := out.rows[id(r)].task_score) is not None
+              and (score := r.task_score(info.main_metrics)) is not None]
+    scored.sort(key=lambda row: -row[1])
+    for (first, first_mean, a), (second, second_mean, b) in itertools.pairwise(scored):
+        if out.rows[id(first)].eval_set != out.rows[id(second)].eval_set or (
+                first.counted_metrics(info.main_metrics) != second.counted_metrics(info.main_metrics)):
             continue
-        observed = first.task_score(info.main_metrics).mean - second.task_score(info.main_metrics).mean  # type: ignore[union-attr]
-        out.row_tests[id(first)] = paired_test(a.task_score, b.task_score, observed)  # type: ignore[arg-type]
+        out.row_tests[id(first)] = paired_test(a, b, first_mean - second_mean)
 
 
 def _entry_resamples(entry: Entry, out: Intervals,

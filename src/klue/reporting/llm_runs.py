@@ -32,7 +32,8 @@ NO_SHOT_LABEL = f"{NOT_APPLICABLE}: the task has no label per shot"
 NO_ANSWER_WITH_SHOT = f"{NOT_APPLICABLE}: no answer was given with a shot (every shot dropped to fit, or unfit)"
 MODE_WORDS = {LOGLIK: "log-likelihood", GENERATE: "generation"}
 FORM_WORDS = {COMPLETION: "plain", CHAT: "chat"}
-# klue.llm.run's note when `--mode auto` generated because the backend gave no usable log-likelihoods.
+# Said where `--mode auto` generated because the backend gave no usable log-likelihoods
+# (LlmSummary.instead_of_loglik).
 INSTEAD_OF_LOGLIK = "instead of log-likelihood"
 
 HEADERS = ("Task", "Model", "Mode", "Form", "Shots", "Parse failures", "Shot-label agreement", "Context",
@@ -73,8 +74,8 @@ def generated(row: Row) -> bool:
 
 
 def instead_of_loglik(row: Row) -> bool:
-    """Some run generated where the task scores by log-likelihood (klue.llm.run's note says so, and why)."""
-    return any(s.mode == GENERATE and any(INSTEAD_OF_LOGLIK in note for note in s.notes) for _, s in summaries(row))
+    """Some run generated where the task scores by log-likelihood (its notes say why)."""
+    return any(s.instead_of_loglik for _, s in summaries(row))
 
 
 def _distinct(values: Iterable[Any]) -> list[Any]:
@@ -92,7 +93,7 @@ def _percent(value: float) -> str:
 def mode_text(runs: Sequence[tuple[Results, LlmSummary]]) -> str:
     modes = _distinct(s.mode for _, s in runs)
     text = " / ".join(MODE_WORDS.get(m, m) + (f" {GENERATED_MARK}" if m == GENERATE else "") for m in modes)
-    if any(s.mode == GENERATE and any(INSTEAD_OF_LOGLIK in n for n in s.notes) for _, s in runs):
+    if any(s.instead_of_loglik for _, s in runs):
         text += f", {INSTEAD_OF_LOGLIK}"
     return text
 

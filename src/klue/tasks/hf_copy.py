@@ -64,7 +64,7 @@ def export(task: Task[Any, Any], roots: DataRoots, out: Path) -> Export:
     done: list[ExportedSplit] = []
     missing: list[str] = []
     for role, split in hf.SPLIT_OF_ROLE.items():
-        entry = task.file(role)  # type: ignore[arg-type]
+        entry = task.file(role)
         if entry is None:
             continue
         path = roots.klue / entry.path

@@ -1,6 +1,6 @@
 """`klue.training.run`: fine-tune one encoder on one task under one protocol, and write its results.
 
-`run(task, model, protocol_data, seed, out_dir, overrides, mode="official") -> Results`.
+`run(request, overrides) -> Results` (a `klue.scoring.RunRequest`).
 The output directory receives:
     predictions.jsonl   prediction-file objects for the evaluated split (from the best checkpoint)
     results.json        the judge's Results: scores from scoring predictions.jsonl as `klue score` does
@@ -11,21 +11,17 @@ Running the same command again after a crash resumes from the last checkpoint.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from klue.errors import DataError
-from klue.io.lock import exclusive
 from klue.models.features import FeaturizeContext
 from klue.predictions import write_predictions
-from klue.protocols import ProtocolData
 from klue.results import ENCODER, PREDICTIONS_FILE, Results, TrainingSummary
-from klue.scoring import ProducerReport, judge
+from klue.scoring import ProducerReport, RunRequest
 from klue.tasks.base import Task
 from klue.training import checkpoint, recipes
 
@@ -40,29 +36,18 @@ def usable_max_len(tokenizer: Any, config: Any) -> int:
     return min(x for x in limits if x > 0)
 
 
-def run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-        overrides: dict[str, Any], mode: str = "official", *, recipe: str | None = None,
+def run(request: RunRequest, overrides: dict[str, Any], *, recipe: str | None = None,
         on_step: Callable[[int], None] | None = None) -> Results:
-    """Fine-tune `model` (hub name or local directory) on `task`; see the module docstring.
+    """Fine-tune `request.model_spec` (hub name or local directory) on `request.task`; see the module docstring.
 
     `overrides` are hyper-parameters (klue.training.recipes.Hyperparameters fields) and may name the
     recipe under "recipe" (default "paper"). `on_step` is called after every optimizer step (tests use
-    it to interrupt a run). One writer per output directory: a second run on a directory in use is refused
-    (klue.io.lock); under `accelerate launch` the main process holds the lock for all."""
-    out_dir = Path(out_dir)
-    lock = exclusive(out_dir, f"klue train {task.name} {model}") if is_launch_main() else nullcontext()
-    with lock:
-        return _run(task, model, protocol_data, seed, out_dir, overrides, mode, recipe, on_step)
+    it to interrupt a run). One writer per output directory: `klue train` holds it (the family's
+    `run_alone`, klue.io.lock); a benchmark cell runs under the benchmark's lock."""
+    return _run(request, overrides, recipe, on_step)
 
 
-def is_launch_main() -> bool:
-    """Whether this process is the main one of an `accelerate launch` (or not launched at all), known from
-    the launcher's environment before accelerate starts."""
-    return os.environ.get("RANK", "0") == "0"
-
-
-def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], seed: int, out_dir: Path,
-         overrides: dict[str, Any], mode: str, recipe: str | None,
+def _run(request: RunRequest, overrides: dict[str, Any], recipe: str | None,
          on_step: Callable[[int], None] | None) -> Results:
     from accelerate.utils import set_seed
 
@@ -77,7 +62,8 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
     from klue.training.engine import BEST_DIR, Engine, make_accelerator
 
     wall_start = time.perf_counter()
-    model = str(model)
+    task, model, protocol_data, seed = request.task, str(request.model_spec), request.protocol_data, request.seed
+    out_dir, mode = Path(request.out_dir), request.metric_mode
     overrides = dict(overrides)
     recipe_name = recipe or str(overrides.pop("recipe", None) or recipes.PAPER)
     adapter = task.make_adapter()
@@ -154,7 +140,7 @@ def _run(task: Task[Any, Any], model: str, protocol_data: ProtocolData[Any], see
         train_time_s=state.train_time_s,
         train_examples_per_s=state.examples_seen / state.train_time_s if state.train_time_s > 0 else None,
         eval_examples_per_s=engine.eval_examples_per_s)
-    results = judge(task, protocol_data, out_dir, mode, producer, write=accelerator.is_main_process)  # type: ignore[arg-type]
+    results = request.judge(protocol_data, producer, write=accelerator.is_main_process)
     if not hp.keep_checkpoints:
         checkpoint.remove_all(accelerator, out_dir)
     accelerator.wait_for_everyone()

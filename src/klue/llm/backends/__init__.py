@@ -4,7 +4,7 @@
 backend's module defines
 
     check_target(target: str) -> None   # refuse a malformed spec (what follows the prefix) with a DataError
-    open_backend(target: str, options: BackendOptions) -> Backend   # load the model or reach the server
+    open_backend(target: str, options: ServerOptions) -> Backend   # load the model or reach the server
 
 and its backend class implements `base.Backend` (`base.BackendBase` gives the defaults). Adding a backend
 is that module plus one line here. The modules are imported only when a spec of their kind is parsed, so

@@ -122,17 +122,6 @@ ResultSink = Callable[[int, Any, Mapping[str, Any] | None], None]  # (request in
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class BackendOptions:
-    """How to open a backend; each backend takes the options that concern it and leaves the others."""
-
-    concurrency: int = 4  # requests in flight at once (HTTP)
-    timeout_s: float = 120.0  # seconds per request (HTTP)
-    api_key_env: str | None = "OPENAI_API_KEY"  # the environment variable holding an API key (HTTP)
-    cpu: bool = False  # stay on the CPU where there is a GPU (in process)
-    batch_size: int = 8  # sequences per forward pass (in process)
-
-
 class Backend(Protocol):
     """What the engine (klue.llm.run) and the request cache (klue.llm.cache) ask of a backend."""
 
@@ -187,7 +176,7 @@ class BackendBase:
 
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
         raise BackendError(f"the {self.name} backend cannot give a chat as prompt text; use "
-                           "--form completion for log-likelihood, or --mode generate")
+                           "--form completion for log-likelihood, or --method generate")
 
     def close(self) -> None:
         """Nothing to give back."""

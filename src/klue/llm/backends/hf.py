@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from klue.io.endpoints import ServerOptions
 from klue.llm.backends import base
 from klue.llm.constrained import LIBRARY, Constrainer, GrammarMasks, RowState, library_version
 
@@ -148,7 +149,7 @@ def _load(model_name: str) -> tuple[Any, Any]:
     return tokenizer, lm
 
 
-def open_backend(target: str, options: base.BackendOptions) -> HfBackend:
+def open_backend(target: str, options: ServerOptions) -> HfBackend:
     return HfBackend(target, cpu=options.cpu, batch_size=options.batch_size)
 
 

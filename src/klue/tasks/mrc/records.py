@@ -317,9 +317,10 @@ def _from_hub_rows(dataset: Any, log: ProblemLog) -> list[MrcRecord]:
         if not impossible and not gold:
             fields.fail(fields.at("answers"), "an answerable question (is_impossible false) has no answers")
             continue
-        records.append(MrcRecord(guid, question, gold, qtype, impossible, context,  # type: ignore[arg-type]
-                                     title=title, news_category=category, source=source,
-                                     plausible_answers=plausible))
+        record = fields.build(MrcRecord, guid, question, gold, qtype, impossible, context, title=title,
+                              news_category=category, source=source, plausible_answers=plausible)
+        if record is not None:
+            records.append(record)
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
 

@@ -299,9 +299,10 @@ def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") ->
             fields.fail(fields.location, f"{len(chars)} tokens but {len(raw_tags)} ner_tags")
         if chars is not None and not chars:
             fields.fail(fields.at("tokens"), "the sentence has no characters")
-        if not fields.ok or guid is None or marked is None or chars is None or None in tags:
+        built = fields.build(NerRecord, guid, marked, chars, tuple(tags)) if guid is not None and None not in tags \
+            else None
+        if built is None:
             return None
-        built = NerRecord(guid, marked, chars, tuple(tags))  # type: ignore[arg-type]
         _check_sentence(built, fields.location, log)
         return built
 

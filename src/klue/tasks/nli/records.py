@@ -66,8 +66,8 @@ def _validators(fields: Fields, optional: bool) -> tuple[str, str, str, str] | N
     if optional and given and len(given) != len(VALIDATOR_FIELDS):
         fields.fail(fields.location, f"{len(given)} of the {len(VALIDATOR_FIELDS)} validator labels "
                     f"({', '.join(VALIDATOR_FIELDS)}) are given: all or none")
-    labels = tuple(_label_field(fields, key, optional) for key in VALIDATOR_FIELDS)
-    return labels if None not in labels else None  # type: ignore[return-value]
+    labels = [label for key in VALIDATOR_FIELDS if (label := _label_field(fields, key, optional)) is not None]
+    return (labels[0], labels[1], labels[2], labels[3]) if len(labels) == len(VALIDATOR_FIELDS) else None
 
 
 def read(path: Path, log: ProblemLog, purpose: ReadPurpose = "validate") -> list[NliRecord]:
@@ -173,9 +173,10 @@ def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") ->
         if given and len(given) != len(VALIDATOR_FIELDS):
             fields.fail(fields.location, f"{len(given)} of the {len(VALIDATOR_FIELDS)} validator labels "
                         f"({', '.join(VALIDATOR_FIELDS)}) are set: all or none")
-        if fields.ok and label is not None:
-            records.append(NliRecord(guid, source, premise, hypothesis, label, author,  # type: ignore[arg-type]
-                                     tuple(given) if given else None))  # type: ignore[arg-type]
+        record = (fields.build(NliRecord, guid, source, premise, hypothesis, label, author,
+                               tuple(given) if given else None) if label is not None else None)
+        if record is not None:
+            records.append(record)
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     warn_duplicate_pairs(records, log)
     return records

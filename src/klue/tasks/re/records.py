@@ -242,8 +242,10 @@ def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") ->
         subject = _entity(fields.obj("subject_entity"), sentence, purpose)
         obj = _entity(fields.obj("object_entity"), sentence, purpose)
         label = hf.by_name(row.get("label"), names, RELATIONS, fields.at("label"), log)
-        if fields.ok and label is not None and subject is not None and obj is not None:
-            records.append(ReRecord(guid, sentence, subject, obj, label, source))  # type: ignore[arg-type]
+        record = (fields.build(ReRecord, guid, sentence, subject, obj, label, source)
+                  if label is not None and subject is not None and obj is not None else None)
+        if record is not None:
+            records.append(record)
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
 

@@ -212,9 +212,10 @@ def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") ->
         if row.get("annotations") is not None:
             annotations_fields = fields.obj("annotations")
             annotations = _annotations(annotations_fields) if annotations_fields is not None else None
-        if fields.ok and None not in values and binary is not None:
-            records.append(StsRecord(guid, source, sentence1, sentence2,  # type: ignore[arg-type]
-                                     values[0], values[1], binary, annotations))  # type: ignore[arg-type]
+        record = (fields.build(StsRecord, guid, source, sentence1, sentence2, values[0], values[1], binary,
+                               annotations) if None not in values and binary is not None else None)
+        if record is not None:
+            records.append(record)
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
 

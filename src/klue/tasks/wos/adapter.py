@@ -35,7 +35,7 @@ from klue.models.adapter import Adapter, check_head_options
 from klue.models.collate import collate_features, pad_ids
 from klue.models.features import Feature, FeaturizeContext
 from klue.models.heads import IGNORE_INDEX, HeadOutput, HeadSpec
-from klue.models.trade import GATES, KIND, PTR, TradeHead
+from klue.models.trade import GATES, KIND, PTR, TradeHead, TradeOutput
 from klue.tasks.base import Task
 
 from . import ontology
@@ -244,7 +244,8 @@ class WosAdapter(Adapter):
 
     def to_host(self, output: HeadOutput, batch: Mapping[str, torch.Tensor], features: Sequence[Feature]) -> list[Any]:
         gates = output.logits.argmax(-1).cpu().numpy().astype(np.int8)
-        tokens = output.value_tokens.cpu().numpy()  # type: ignore[attr-defined]
+        assert isinstance(output, TradeOutput) and output.value_tokens is not None  # the TRADE head's, in inference
+        tokens = output.value_tokens.cpu().numpy()
         return [(gates[i], tokens[i]) for i in range(len(features))]
 
     # Decoding ----------------------------------------------------------------------------------------

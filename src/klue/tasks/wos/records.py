@@ -208,7 +208,9 @@ def _state(fields: Fields, slots: frozenset[str]) -> tuple[str, ...] | None:
         if problem is not None:
             fields.fail(f"{fields.at('state')}[{i}]", problem)
             continue
-        domain, slot, _ = split_state_item(item)  # type: ignore[misc]  # checked by state_problem
+        parts = split_state_item(item)
+        assert parts is not None  # checked by state_problem
+        domain, slot, _ = parts
         key = f"{domain}-{slot}"
         if key in seen:
             fields.log.warning(f"{fields.at('state')}[{i}]", f"slot {key!r} appears twice in one state "

@@ -179,9 +179,10 @@ def from_hf(dataset: Any, log: ProblemLog, purpose: ReadPurpose = "validate") ->
         if row.get("annotations") is not None:
             annotation_fields = fields.obj("annotations")
             annotations = _hf_annotations(annotation_fields) if annotation_fields is not None else None
-        if fields.ok and label is not None:
-            records.append(YnatRecord(guid, title, label, category, annotations,  # type: ignore[arg-type]
-                                      url=url, date=date))
+        record = (fields.build(YnatRecord, guid, title, label, category, annotations, url=url, date=date)
+                  if label is not None else None)
+        if record is not None:
+            records.append(record)
     check_unique_guids(((r.guid, r.guid) for r in records), log)
     return records
 

@@ -1,16 +1,23 @@
-"""A small OpenAI-compatible server on 127.0.0.1 for the HTTP backend's unit tests (not a test module).
+"""A small OpenAI-compatible server on 127.0.0.1 for the HTTP clients' tests, LLM and embeddings (not a test
+module).
 
 It answers `/v1/models`, `/v1/completions` (echo + logprobs, generation, GBNF `grammar` or vLLM
-`structured_outputs` choices) and `/v1/chat/completions`, with a toy tokenizer: words with their leading
-space (" 긍정"), punctuation alone, so "긍" + "정" is one token across a boundary. It can add a
-SentencePiece-style dummy prefix (a leading " " in the token text, which shifts every offset by one) or a
-"<s>" token, fail a number of requests with a status, drop connections, answer slowly, misbehave as real
-servers and proxies do (`faults`: reset the connection, cut the body short, answer malformed JSON), and it
-records every request (headers included) and the most requests it had in flight at once.
+`structured_outputs` choices), `/v1/chat/completions` and `/v1/embeddings`. Completions use a toy tokenizer:
+words with their leading space (" 긍정"), punctuation alone, so "긍" + "정" is one token across a boundary;
+it can add a SentencePiece-style dummy prefix (a leading " " in the token text, which shifts every offset by
+one) or a "<s>" token. Embeddings are `toy_vector` of each input, in reverse order (each item carrying its
+`index`), as base64 or one too few where asked.
+
+What goes wrong is set on one switchboard (`server.switch`, a `Switchboard`): fail a number of requests
+with a status (and headers such as Retry-After), drop connections, answer slowly, misbehave as real servers
+and proxies do (reset the connection, cut the body short, answer malformed JSON). The server records every
+request (headers included) and the most requests it had in flight at once.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import socket
@@ -22,6 +29,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import numpy as np
+
 FAULTS = ("reset", "cut", "malformed")  # a TCP reset, a body cut short, a 200 whose body is not JSON
 TOKEN = re.compile(r" ?[\w]+| ?[^\w ]| ")
 GENERATED = "!"  # the one token generated after an echoed prompt
@@ -32,12 +41,52 @@ def toy_logprob(token: str) -> float:
     return -0.25 - 0.5 * len(token.strip())
 
 
+def toy_vector(text: str, dim: int = 16) -> np.ndarray:
+    """Counts of the text's character trigrams hashed into `dim` buckets, plus one constant bucket (so no
+    text, however short, gives a zero vector)."""
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[0] = 1.0
+    padded = f"  {text} "
+    for i in range(len(padded) - 2):
+        bucket = int.from_bytes(hashlib.sha256(padded[i:i + 3].encode("utf-8")).digest()[:4], "little")
+        vector[1 + bucket % (dim - 1)] += 1.0
+    return vector
+
+
 @dataclass
 class Seen:
     method: str
     path: str
     headers: dict[str, str]
     body: dict[str, Any] | None
+
+
+@dataclass
+class Switchboard:
+    """The faults to inject, request by request (POSTs; the model listing always answers). Each request takes,
+    in this order: a drop, else the next failure, else its `fault_of` or the next of `faults`; then it waits
+    `delay_of(body)` or `delay_s` before answering."""
+
+    failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)  # (status, headers) to answer next
+    drops: int = 0  # this many next requests get their connection closed without an answer
+    faults: list[str] = field(default_factory=list)  # FAULTS to commit on the next requests, one each
+    fault_of: Callable[[dict[str, Any]], str | None] | None = None  # per request body, before `faults`
+    delay_s: float = 0.0
+    delay_of: Callable[[dict[str, Any]], float] | None = None  # per request body, overrides delay_s
+    error_message: Callable[[dict[str, str]], str] | None = None  # a failure's error.message (default: "failure N")
+
+    def take(self, body: dict[str, Any]) -> tuple[bool, tuple[int, dict[str, str]] | None, str | None, float]:
+        """(drop, failure, fault, delay) for one request; call it under the server's lock."""
+        drop = self.drops > 0
+        self.drops -= int(drop)
+        failure = self.failures.pop(0) if self.failures and not drop else None
+        fault = self.fault_of(body) if self.fault_of else None
+        if fault is None and self.faults and not drop and failure is None:
+            fault = self.faults.pop(0)
+        return drop, failure, fault, self.delay_of(body) if self.delay_of else self.delay_s
+
+    def message(self, status: int, headers: dict[str, str]) -> str:
+        return self.error_message(headers) if self.error_message else f"failure {status}"
 
 
 @dataclass
@@ -52,13 +101,13 @@ class FakeOpenAI:
     # shown for a token is the one at its own position (not the one before), the list lacks the generated token
     shifted: bool = False
     echo_generated: int = 1  # tokens generated after an echoed prompt (llama-cpp-python: up to a whole character)
-    delay_s: float = 0.0
-    delay_of: Callable[[dict[str, Any]], float] | None = None  # per request body, overrides delay_s
-    failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)  # (status, headers) to answer next
-    drops: int = 0  # this many next requests get their connection closed without an answer
-    error_message: Callable[[dict[str, str]], str] | None = None  # the text of a failure's error.message
-    faults: list[str] = field(default_factory=list)  # FAULTS to commit on the next requests, one each
-    fault_of: Callable[[dict[str, Any]], str | None] | None = None  # per request body, before `faults`
+    # embeddings
+    dim: int = 16
+    reverse: bool = False  # answer the items last to first (their `index` says where each belongs)
+    as_base64: bool = False
+    short: bool = False  # one vector fewer than asked
+    normalise: bool = False  # unit vectors, as most servers give
+    switch: Switchboard = field(default_factory=Switchboard)
     n_ctx: int | None = None  # a context: a longer prompt is refused with HTTP 400, in llama-cpp-python's words
     tokenize: bool = False  # answer llama-cpp-python's POST /extras/tokenize (at the server's root)
     seen: list[Seen] = field(default_factory=list)
@@ -141,6 +190,25 @@ class FakeOpenAI:
                                "total_tokens": len(pieces) + generated_tokens}
         return answer
 
+    def vector(self, text: str) -> np.ndarray:
+        v = toy_vector(text, self.dim)
+        return v / np.linalg.norm(v) if self.normalise else v
+
+    def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        items = []
+        for i, text in enumerate(texts):
+            v = self.vector(text)
+            items.append({"object": "embedding", "index": i,
+                          "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode() if self.as_base64
+                          else [float(x) for x in v]})
+        if self.reverse:
+            items.reverse()
+        if self.short:
+            items = items[:-1]
+        return {"object": "list", "data": items, "model": self.model_id,
+                "usage": {"prompt_tokens": sum(len(t) for t in texts), "total_tokens": sum(len(t) for t in texts)}}
+
     def chat_answer(self, body: dict[str, Any]) -> dict[str, Any]:
         if not self.chat:
             return {"__status__": 404, "detail": "Not Found"}
@@ -184,24 +252,21 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-                    drop = fake.drops > 0
-                    fake.drops -= int(drop)
-                    failure = fake.failures.pop(0) if fake.failures and not drop else None
-                    fault = fake.fault_of(body) if fake.fault_of else None
-                    if fault is None and fake.faults and not drop and failure is None:
-                        fault = fake.faults.pop(0)
+                    drop, failure, fault, delay = fake.switch.take(body)
                 try:
-                    time.sleep(fake.delay_of(body) if fake.delay_of else fake.delay_s)
+                    time.sleep(delay)
                     if drop:  # a connection that breaks before any answer
                         self.close_connection = True
                         return
                     if failure is not None:
                         status, headers = failure
-                        message = fake.error_message(dict(self.headers)) if fake.error_message else "try later"
+                        message = fake.switch.message(status, dict(self.headers))
                         self.reply(status, {"error": {"message": message}}, headers)
                         return
                     if self.path.endswith("/extras/tokenize") and fake.tokenize:
                         answer = {"tokens": list(range(len(fake.tokens(body["input"]))))}
+                    elif self.path.endswith("/embeddings"):
+                        answer = fake.embeddings(body)
                     elif not self.path.endswith("/completions"):
                         answer = {"__status__": 404, "detail": "Not Found"}
                     else:

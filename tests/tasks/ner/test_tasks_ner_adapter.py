@@ -14,7 +14,7 @@ from klue.models.features import FeaturizeContext
 from klue.tasks.ner.adapter import char_owners, keep_ranges, window_starts
 
 # Vocabulary sizes where these tokenizers still mostly keep entity boundaries between tokens; larger
-# vocabularies without morpheme-aware pre-tokenization merge entities with particles (see RESULTS.md).
+# vocabularies without morpheme-aware pre-tokenization merge entities with particles (seen when these sizes were chosen; no benchmark records it).
 TOKENIZERS = [("bert", "wordpiece", 2500), ("roberta", "bpe", 1500), ("bert", "unigram", 3000)]
 
 

@@ -76,6 +76,7 @@ def test_every_block_is_a_model_card_the_hub_parser_reads(bench_dir: Path, tmp_p
             assert stat is not None and result.metric_value == round(stat.mean, 2)
             assert result.dataset_args is not None and result.dataset_args["protocol"] == row.protocol
             assert result.dataset_args["official"] is row.protocol_official
+            assert result.dataset_args["seeds"] == row.seeds
             assert row.protocol in result.dataset_name
             seen.add((task.name, result.metric_type))
         assert seen == {(t, m) for t in entry.rows for m in agg.tasks[t].metrics}  # every official metric

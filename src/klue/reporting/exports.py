@@ -82,7 +82,6 @@ def _protocol_words(row: Row) -> str:
 def _result(info: TaskInfo, row: Row) -> dict[str, Any] | None:
     """One `model-index` result: a task on its dataset, the row's official metrics; None without any."""
     excluded = set(row.not_applicable_metrics)
-    seeds = ", ".join(map(str, row.seeds))
     mode = "" if row.metric_mode == "official" else f", {row.metric_mode} metrics"
     metrics = []
     for name in info.metrics:
@@ -104,7 +103,7 @@ def _result(info: TaskInfo, row: Row) -> dict[str, Any] | None:
         dataset["revision"] = revision
     dataset["args"] = {"protocol": row.protocol, "official": row.protocol_official,
                        "protocol_description": row.protocol_description, "metric_mode": row.metric_mode,
-                       "seeds": seeds}
+                       "seeds": row.seeds}
     return {"task": {"type": task.hub_task, "name": info.title}, "dataset": dataset, "metrics": metrics}
 
 

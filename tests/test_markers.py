@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 
 SAMPLE = '''
@@ -35,6 +37,7 @@ def test_quick():
 '''
 
 
+@pytest.mark.slow
 def test_not_slow_deselects_every_longest_test(tmp_path: Path) -> None:
     """The suite's own conftest, in a directory with four tests: `-m "not slow"` keeps only the quick one."""
     shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")

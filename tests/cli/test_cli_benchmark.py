@@ -29,6 +29,7 @@ def test_help_explains_each_command() -> None:
         assert "--out" in result.stdout or "DIRECTORY" in result.stdout
 
 
+@pytest.mark.slow
 def test_benchmark_records_a_task_without_data_then_reports_it(tmp_path: Path) -> None:
     task = registry.all_tasks()[0].name
     out = tmp_path / "bench"
@@ -49,6 +50,7 @@ def test_benchmark_records_a_task_without_data_then_reports_it(tmp_path: Path) -
     assert "Failed cells" in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.slow
 def test_bad_options_are_one_sentence_and_exit_2(tmp_path: Path) -> None:
     for args in (["--seeds", "one"], ["--tasks", "nil"], ["--protocol", "dev"], ["--mode", "lenient"]):
         result = klue("benchmark", "--model", "classic", "--out", str(tmp_path), *args)

@@ -114,6 +114,7 @@ def test_own_data_options_need_train(tmp_path: Path) -> None:
 
 
 
+@pytest.mark.slow
 def test_benchmark_report_to_is_checked_before_any_cell(tmp_path: Path) -> None:
     run = klue("benchmark", "--model", "classic", "--tasks", "nli", "--report-to", "comet", "--out",
                str(tmp_path / "bench"))

@@ -166,6 +166,7 @@ PERFECT = {"sts": [{"guid": "korsts-dev_00000", "score": 5.0}, {"guid": "korsts-
     ("sts", "korsts/dev.tsv", KORSTS, "korsts"),
     ("dp", "ud/dev.conllu", CONLLU, "conllu"),
 ])
+@pytest.mark.slow
 def test_the_gold_format_is_inferred_and_said(tmp_path: Path, task: str, relative: str, text: str,
                                               fmt: str) -> None:
     gold = tmp_path / relative

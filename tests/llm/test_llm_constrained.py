@@ -89,6 +89,7 @@ def test_constrained_answers_always_parse(name: str, backend: Any, roots: DataRo
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_wos_states_are_json_within_the_schema(backend: Any, roots: DataRoots) -> None:
     from klue.tasks.wos import ontology
 

@@ -172,6 +172,7 @@ def test_csv_is_long_form_and_agrees_with_json(bench_dir: Path) -> None:
     assert [(x["model"], x["metric"], x["value"]) for x in failed] == [(PARTIAL, "", "")]
 
 
+@pytest.mark.slow
 def test_report_cli_prints_or_writes_an_export(bench_dir: Path, tmp_path: Path) -> None:
     out = klue("report", str(bench_dir), "--format", "model-index")
     assert out.returncode == 0, out.stderr

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from klue import registry
 from klue.baselines import run
 
 
+@pytest.mark.slow
 def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("ner")
     data = protocol_slice("ner", 400, 200)
@@ -20,6 +22,7 @@ def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
         assert len(json.loads(line)["tags"]) == len(record.chars)
 
 
+@pytest.mark.slow
 def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("dp")
     data = protocol_slice("dp", 300, 100)
@@ -35,6 +38,7 @@ def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
             assert node == 0
 
 
+@pytest.mark.slow
 def test_mrc_answers_are_context_spans(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("mrc")
     data = protocol_slice("mrc", 400, 100)
@@ -118,6 +122,7 @@ def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     assert tags(3) == first
 
 
+@pytest.mark.slow
 def test_mrc_chunks_change_nothing(protocol_slice, monkeypatch) -> None:
     from klue.tasks.mrc import baseline as mrc
 

@@ -184,6 +184,7 @@ def test_encoder_cells_get_a_gpu_from_ray_and_classic_cells_none(ray_address: st
     assert executor["gpus_per_cell"] == {"some/encoder": 1.0, "classic": 0.0}
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_see_the_benchmark_directory_says_so(ray_address: str, tmp_path: Path) -> None:
     import ray
 
@@ -194,6 +195,7 @@ def test_a_worker_that_cannot_see_the_benchmark_directory_says_so(ray_address: s
     assert not (tmp_path / "elsewhere").exists()  # nothing written where no one would look
 
 
+@pytest.mark.slow  # every test that asks for `ray_address` is: starting the cluster takes 5-10 s
 def test_ray_settings_are_checked(ray_address: str, tmp_path: Path) -> None:
     with pytest.raises(DataError, match="--jobs 0 runs cells in this process"):
         RayExecutor(RayOptions(), 0, ["classic"], tmp_path)

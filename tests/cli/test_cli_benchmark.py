@@ -22,6 +22,7 @@ def klue(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, env=clean, check=False)
 
 
+@pytest.mark.slow
 def test_help_explains_each_command() -> None:
     for command in ("benchmark", "report", "quickstart"):
         result = klue(command, "--help")

@@ -56,6 +56,7 @@ def test_report_to_a_full_disk(bench: Path, full_disk: Path) -> None:
     assert leftovers(full_disk) == []  # no report, no temporary file
 
 
+@pytest.mark.slow
 def test_report_to_a_read_only_directory_and_to_a_directory(bench: Path, read_only_dir: Path,
                                                            tmp_path: Path) -> None:
     assert_one_clear_error(klue("report", str(bench), "-o", str(read_only_dir / "r.html")), "cannot write")

@@ -107,6 +107,7 @@ def _jsonl(path: Path, objects: list[dict]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_impossible_predictions_exit_2_naming_the_guid(klue_data_dir: Path, shared_data_dir: Path,
                                                        tmp_path: Path) -> None:
     dp_gold = klue_data_dir / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"

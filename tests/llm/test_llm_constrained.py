@@ -79,6 +79,7 @@ def test_capabilities_name_the_library(backend: Any) -> None:
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["ner", "dp", "sts", "re", "mrc"])
+@pytest.mark.slow
 def test_constrained_answers_always_parse(name: str, backend: Any, roots: DataRoots) -> None:
     free, free_parsed = answers(backend, name, roots, constrained=False)
     held, held_parsed = answers(backend, name, roots, constrained=True)

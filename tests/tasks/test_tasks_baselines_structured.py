@@ -104,6 +104,7 @@ def test_ner_features_are_the_same_per_position_and_in_batches() -> None:
     assert tagger.analyse_many(texts) == [tagger.analyse(text) for text in texts]
 
 
+@pytest.mark.slow
 def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     """crfsuite shuffles with C `rand()`: whatever used it before must not change the model."""
     import ctypes

@@ -4,7 +4,8 @@
 # optimizer steps per task (max_steps, below; the schedule spans them; "-" keeps the recipe's epochs), one evaluation after the last step
 # (evals_per_epoch=0: no checkpoint selection) and no resumable checkpoints (save_checkpoints=false).
 # Local protocols (not official): each task's default local protocol, STS with KorSTS train added.
-# STS keeps its recipe's 4 epochs (772 steps): shorter budgets end inside its loss plateau (benchmarks/RESULTS.md).
+# STS keeps its recipe's 4 epochs (772 steps): shorter budgets end inside its loss plateau
+# (benchmarks/history/fine-tuning-real.md, "Why STS and NLI stayed low").
 # A failed cell does not stop the others (WoS, the most memory-hungry, runs last). Then one report. Usage: bash benchmarks/real_encoder_8tasks.sh OUT [SEEDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

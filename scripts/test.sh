@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Set up .venv/ and run the whole test suite (the README's test command).
+# Set up .venv/ and run the whole test suite (the README's test command); `--fast` first: the tests not
+# marked `slow` only (the edit-test loop; a `longest` test is always `slow`, tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export OMP_WAIT_POLICY=PASSIVE
+fast=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  fast=(-m "not slow")
+fi
 # worksteal: an idle worker takes tests queued for the other; with the files that hold `longest` tests
 # collected first (tests/conftest.py) the two workers end together. Here, idle, 2026-12-06: 560 s with
 # worksteal alone; 578 s ordering whole files, from a clean clone by .ci/run.
-exec .venv/bin/python -m pytest -q -n 2 --dist worksteal "$@"
+exec .venv/bin/python -m pytest -q -n 2 --dist worksteal "${fast[@]}" "$@"

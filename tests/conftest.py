@@ -33,6 +33,13 @@ def _shared_dir() -> Path | None:
     return next((p for p in candidates if (p / "korean").is_dir() or (p / "klue-partial").is_dir()), None)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A `longest` test is a `slow` one too, so `-m "not slow"` (`scripts/test.sh --fast`) never runs one;
+    added here as each test is collected, before `-m` deselects anything."""
+    if item.get_closest_marker("longest") is not None and item.get_closest_marker("slow") is None:
+        item.add_marker(pytest.mark.slow)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The files that hold a `longest` test first, whole and in file order (a stable sort keeps the rest as
     collected): with `--dist worksteal` the workers then share the long ones early and finish within seconds

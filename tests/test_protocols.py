@@ -173,6 +173,7 @@ def test_real_nli_premise_groups_stay_whole(klue_data_dir: Path) -> None:
     assert "1,000 groups" in data.description
 
 
+@pytest.mark.slow
 def test_every_registered_protocol_describes_itself_as_not_official(klue_data_dir: Path,
                                                                      shared_data_dir: Path) -> None:
     roots = _extra_roots(klue_data_dir, shared_data_dir)

@@ -172,6 +172,7 @@ def test_the_guide_runs_in_order(section: str, scratch: Path, klue_data_dir: Pat
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_main_command_runs_the_quickstart(klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
     env = {**os.environ, "KLUE_DATA_DIR": str(klue_data_dir), "KLUE_EXTRA_DATA_DIR": str(shared_data_dir)}
     done = subprocess.run(["bash", "scripts/quickstart.sh", "--tasks", "nli", "--out", str(tmp_path / "q")],

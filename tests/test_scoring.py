@@ -57,6 +57,7 @@ def _real_golds(klue: Path, shared: Path) -> list[tuple[str, Path, str | None]]:
     ]
 
 
+@pytest.mark.slow
 def test_gold_as_predictions_scores_the_maximum(klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
     for name, gold, gold_format in _real_golds(klue_data_dir, shared_data_dir):
         predictions, _ = _gold_jsonl(name, gold, tmp_path / f"{name}.jsonl", gold_format)
@@ -92,6 +93,7 @@ def _case_files(shared: Path, klue: Path) -> list[tuple[str, Path, Path, dict[st
     return found
 
 
+@pytest.mark.slow
 def test_every_scoring_case_scores(klue_data_dir: Path, shared_data_dir: Path) -> None:
     from klue.scoring import score_predictions
     from klue.tasks.reading import read

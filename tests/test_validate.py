@@ -69,6 +69,7 @@ def test_directory_and_missing_and_unknown(tmp_path: Path) -> None:
     assert reports[0].to_json()["records"] == 1
 
 
+@pytest.mark.slow
 def test_every_real_file_validates_clean(klue_data_dir: Path, shared_data_dir: Path) -> None:
     # every real data file (scoring-cases/ holds synthetic scorer inputs, some deliberately odd)
     roots = [klue_data_dir, *(shared_data_dir / d for d in ("klue-partial", "klue-derived", "korean"))]

@@ -450,6 +450,12 @@ def resolve_files(task: Task[Any, Any], train: Path, eval: Path | None = None, s
 # ------------------------------------------------------------------------------------ hf
 
 
+def hub_config(task: Task[Any, Any]) -> str:
+    """The task's configuration in the hub copy `klue/klue` (`datasets.load_dataset("klue/klue", config)`),
+    which the `hf` protocol loads and a model card's `model-index` names: the task's name."""
+    return task.name
+
+
 def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: str = hf.HF_DATASET,
                cache_dir: Path | None = None, roots: DataRoots | None = None) -> ProtocolData[Any]:
     """Protocol `hf`: the hub copy `repo` (klue/klue) of the task at `revision`, loaded through
@@ -458,7 +464,7 @@ def resolve_hf(task: Task[Any, Any], *, revision: str = hf.HF_REVISION, repo: st
     v1 content, never official. DataError (one sentence) when `datasets` is absent or the copy cannot be
     had; a DataError listing every row problem when rows do not map onto records."""
     reader_of(task)  # a task without a mapping is refused before anything loads
-    loaded = hf.load_hub(task.name, revision, repo, cache_dir)
+    loaded = hf.load_hub(hub_config(task), revision, repo, cache_dir)
     where = f"hf:{repo}@{revision[:12]}/{task.name}"
     train_rows = read(task, CopyRows(hf.hub_split(loaded, "train", where), f"{where}/train"), purpose="train")
     eval_rows = read(task, CopyRows(hf.hub_split(loaded, "validation", where), f"{where}/validation"),

@@ -120,6 +120,7 @@ def wait_for(condition: object, seconds: float) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_driver_killed_mid_run_stops_its_cells_and_the_rerun_resumes(ray_address: str, tmp_path: Path) -> None:
     out = tmp_path / "bench"
     out.mkdir()
@@ -151,6 +152,7 @@ def test_a_driver_killed_mid_run_stops_its_cells_and_the_rerun_resumes(ray_addre
     assert scores(out) == scores(tmp_path / "whole") and len(scores(out)) == 4
 
 
+@pytest.mark.slow
 def test_a_failing_cell_and_a_dead_ray_worker_fail_their_cells_only(ray_address: str, tmp_path: Path) -> None:
     (tmp_path / FAIL_MARK).write_text("sts")
     (tmp_path / KILL_MARK).write_text("nli/seed1")  # this cell's worker kills itself, as the OOM killer would
@@ -171,6 +173,7 @@ def test_a_failing_cell_and_a_dead_ray_worker_fail_their_cells_only(ray_address:
         "nli · fake · seed 1", "sts · fake · seed 1", "sts · fake · seed 2"]
 
 
+@pytest.mark.slow
 def test_encoder_cells_get_a_gpu_from_ray_and_classic_cells_none(ray_address: str, tmp_path: Path) -> None:
     plan = BenchmarkPlan(("nli", "sts"), ("some/encoder", "classic"), (1,), tmp_path)
     summary = run_benchmark(plan, device_cell, ray=RayOptions())
@@ -181,6 +184,7 @@ def test_encoder_cells_get_a_gpu_from_ray_and_classic_cells_none(ray_address: st
     assert executor["gpus_per_cell"] == {"some/encoder": 1.0, "classic": 0.0}
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_see_the_benchmark_directory_says_so(ray_address: str, tmp_path: Path) -> None:
     import ray
 
@@ -191,6 +195,7 @@ def test_a_worker_that_cannot_see_the_benchmark_directory_says_so(ray_address: s
     assert not (tmp_path / "elsewhere").exists()  # nothing written where no one would look
 
 
+@pytest.mark.slow  # every test that asks for `ray_address` is: starting the cluster takes 5-10 s
 def test_ray_settings_are_checked(ray_address: str, tmp_path: Path) -> None:
     with pytest.raises(DataError, match="--jobs 0 runs cells in this process"):
         RayExecutor(RayOptions(), 0, ["classic"], tmp_path)
@@ -224,6 +229,7 @@ def test_without_ray_the_executor_is_one_sentence(tmp_path: Path) -> None:
     assert not (tmp_path / "b").exists()  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_ray_options_go_with_the_ray_executor_and_help_explains_them(tmp_path: Path) -> None:
     clean = os.environ | {"COLUMNS": "200"}
     result = subprocess.run([*KLUE, "benchmark", "--model", "classic", "--out", str(tmp_path), "--ray-address",

@@ -22,6 +22,7 @@ def klue(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, env=clean, check=False)
 
 
+@pytest.mark.slow
 def test_help_explains_each_command() -> None:
     for command in ("benchmark", "report", "quickstart"):
         result = klue(command, "--help")
@@ -29,6 +30,7 @@ def test_help_explains_each_command() -> None:
         assert "--out" in result.stdout or "DIRECTORY" in result.stdout
 
 
+@pytest.mark.slow
 def test_benchmark_records_a_task_without_data_then_reports_it(tmp_path: Path) -> None:
     task = registry.all_tasks()[0].name
     out = tmp_path / "bench"
@@ -49,6 +51,7 @@ def test_benchmark_records_a_task_without_data_then_reports_it(tmp_path: Path) -
     assert "Failed cells" in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.slow
 def test_bad_options_are_one_sentence_and_exit_2(tmp_path: Path) -> None:
     for args in (["--seeds", "one"], ["--tasks", "nil"], ["--protocol", "dev"], ["--mode", "lenient"]):
         result = klue("benchmark", "--model", "classic", "--out", str(tmp_path), *args)

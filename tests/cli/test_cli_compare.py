@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from run_fixtures import write_run
 
 KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
@@ -23,6 +25,7 @@ def assert_refused(run: subprocess.CompletedProcess[str], phrase: str) -> None:
     assert phrase in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
+@pytest.mark.slow
 def test_table_names_the_better_run_and_json_holds_every_number(tmp_path: Path) -> None:
     write_run(tmp_path / "a", "strong", 1, accuracy=0.9)
     write_run(tmp_path / "b", "weak", 1, accuracy=0.6)

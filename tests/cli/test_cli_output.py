@@ -56,6 +56,7 @@ def test_report_to_a_full_disk(bench: Path, full_disk: Path) -> None:
     assert leftovers(full_disk) == []  # no report, no temporary file
 
 
+@pytest.mark.slow
 def test_report_to_a_read_only_directory_and_to_a_directory(bench: Path, read_only_dir: Path,
                                                            tmp_path: Path) -> None:
     assert_one_clear_error(klue("report", str(bench), "-o", str(read_only_dir / "r.html")), "cannot write")
@@ -63,6 +64,7 @@ def test_report_to_a_read_only_directory_and_to_a_directory(bench: Path, read_on
     assert_one_clear_error(klue("report", str(bench), "--format", "md", "-o", str(tmp_path)), "is a directory")
 
 
+@pytest.mark.slow
 def test_predict_checks_its_output_before_inference(tmp_path: Path, read_only_dir: Path) -> None:
     # The model does not exist: an output problem must be found first, before any model is loaded.
     examples = tmp_path / "in.json"
@@ -89,6 +91,7 @@ def test_benchmark_into_a_read_only_directory(read_only_dir: Path) -> None:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_benchmark_on_a_disk_that_fills_up_stops_with_one_error(klue_data_dir: Path, shared_data_dir: Path,
                                                                 tmp_path: Path) -> None:
     from filesystems import full_disk

@@ -103,6 +103,7 @@ def test_benchmark_on_one_tasks_files_resumes_only_for_the_same_files(shared_dat
     assert changed.returncode == 2 and "changed since" in changed.stderr
 
 
+@pytest.mark.slow
 def test_own_data_options_need_train(tmp_path: Path) -> None:
     run = klue("train", "--task", "nli", "--model", "classic", "--eval", "x.json", "--output", str(tmp_path / "r"))
     assert run.returncode == 2 and "--eval need --train FILE" in run.stderr
@@ -114,6 +115,7 @@ def test_own_data_options_need_train(tmp_path: Path) -> None:
 
 
 
+@pytest.mark.slow
 def test_benchmark_report_to_is_checked_before_any_cell(tmp_path: Path) -> None:
     run = klue("benchmark", "--model", "classic", "--tasks", "nli", "--report-to", "comet", "--out",
                str(tmp_path / "bench"))

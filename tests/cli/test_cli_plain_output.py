@@ -17,6 +17,7 @@ from klue.tasks.nli import records as nli
 pytest.importorskip("kiwipiepy", reason="the NLI baseline needs Kiwi: pip install 'klue[baselines]'")
 
 
+@pytest.mark.slow
 def test_train_into_a_log_keeps_each_message_on_one_line(tmp_path: Path) -> None:
     pairs = [{"guid": f"klue-nli-v1_train_{i:05d}", "source": "airbnb", "premise": f"전제 문장 {i // 3}입니다",
               "hypothesis": f"가설 {i}입니다", "gold_label": nli.LABELS[i % 3], "author": nli.LABELS[i % 3],

@@ -58,6 +58,7 @@ def test_unreadable_corpus_exits_2_naming_the_file(tmp_path: Path, command: str,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_tokenizer_vocab_size_below_the_alphabet_exits_2_with_the_minimum(tmp_path: Path) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text(KOREAN * 3, encoding="utf-8")
@@ -140,6 +141,7 @@ def test_sampled_tokenizer_prepare_then_mlm_from_shards(tmp_path: Path) -> None:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_tokenizer_mlm_then_klue_train(tmp_path: Path, klue_data_dir: Path) -> None:
     torch.set_num_threads(1)
     rows = json.loads((klue_data_dir / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json").read_text(encoding="utf-8"))

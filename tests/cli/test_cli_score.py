@@ -107,6 +107,7 @@ def _jsonl(path: Path, objects: list[dict]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_impossible_predictions_exit_2_naming_the_guid(klue_data_dir: Path, shared_data_dir: Path,
                                                        tmp_path: Path) -> None:
     dp_gold = klue_data_dir / "klue-dp-v1.1/klue-dp-v1.1_dev.tsv"
@@ -166,6 +167,7 @@ PERFECT = {"sts": [{"guid": "korsts-dev_00000", "score": 5.0}, {"guid": "korsts-
     ("sts", "korsts/dev.tsv", KORSTS, "korsts"),
     ("dp", "ud/dev.conllu", CONLLU, "conllu"),
 ])
+@pytest.mark.slow
 def test_the_gold_format_is_inferred_and_said(tmp_path: Path, task: str, relative: str, text: str,
                                               fmt: str) -> None:
     gold = tmp_path / relative

@@ -23,6 +23,7 @@ def nli_model(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> 
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_train_predict_score(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     runner = CliRunner()
@@ -83,6 +84,7 @@ def test_help_explains_train_and_predict() -> None:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_report_to_tensorboard_writes_the_learning_curve(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

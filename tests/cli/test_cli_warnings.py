@@ -25,6 +25,7 @@ def _pairs(n: int, **extra: Any) -> list[dict[str, Any]]:
              "label5": "contradiction", **extra} for i in range(n)]
 
 
+@pytest.mark.slow
 def test_train_shows_the_readers_warnings_and_keeps_them_all(tmp_path: Path) -> None:
     data = tmp_path / "mine.json"
     data.write_text(json.dumps(_pairs(60, note="kept by the annotator"), ensure_ascii=False), encoding="utf-8")

@@ -87,6 +87,7 @@ def test_a_task_without_an_embedding_use_is_refused_with_its_reason(tmp_path: Pa
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("task_name", [t.name for t in registry.all_tasks() if t.embedding])
+@pytest.mark.slow
 def test_every_applicable_task_runs_on_its_real_records(task_name: str, tmp_path: Path,
                                                         protocol_slice: Any) -> None:
     task = registry.get(task_name)

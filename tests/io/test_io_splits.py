@@ -6,12 +6,14 @@ import hashlib
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from klue.io.splits import hash_fraction, split_by_key
 
 
+@pytest.mark.slow
 @given(st.text())
 def test_hash_fraction_is_in_unit_interval_and_sha1_based(key: str) -> None:
     value = hash_fraction(key)

@@ -80,6 +80,7 @@ def test_capabilities_name_the_library(backend: Any) -> None:
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["ner", "dp", "sts", "re", "mrc"])
+@pytest.mark.slow
 def test_constrained_answers_always_parse(name: str, backend: Any, roots: DataRoots) -> None:
     free, free_parsed = answers(backend, name, roots, constrained=False)
     held, held_parsed = answers(backend, name, roots, constrained=True)
@@ -90,6 +91,7 @@ def test_constrained_answers_always_parse(name: str, backend: Any, roots: DataRo
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_wos_states_are_json_within_the_schema(backend: Any, roots: DataRoots) -> None:
     from klue.tasks.wos import ontology
 

@@ -18,6 +18,7 @@ from fake_openai import FakeOpenAI
 from klue.tasks.nli import records as nli
 
 
+@pytest.mark.slow
 def test_llm_prints_plain_progress_lines_into_a_log(fake_server: Callable[..., FakeOpenAI], tmp_path: Path) -> None:
     server = fake_server(dialect=None)
     pairs = [{"guid": f"klue-nli-v1_dev_{i:05d}", "source": "airbnb", "premise": f"전제 문장 {i // 3} 입니다",

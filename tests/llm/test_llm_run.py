@@ -99,6 +99,7 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_generate_mode_on_label_tasks_and_shots_from_training_only(tiny_llama: Path, klue_data_dir: Path,
                                                                   shared_data_dir: Path, tmp_path: Path) -> None:
     from klue.benchmark.cells import choose_protocol
@@ -126,6 +127,7 @@ def test_generate_mode_on_label_tasks_and_shots_from_training_only(tiny_llama: P
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_chat_form_in_process(tiny_llama: Path, klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench"
     run = klue("llm", "--model", f"hf:{tiny_llama}", "--tasks", "nli,dp", "--form", "chat", "--limit", "2",

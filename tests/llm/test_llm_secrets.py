@@ -36,6 +36,7 @@ def _klue(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           text=True, env=env, timeout=600, check=False)
 
 
+@pytest.mark.slow
 def test_url_credentials_are_sent_and_never_shown_or_written(fake_server: Callable[..., FakeOpenAI],
                                                             tmp_path: Path) -> None:
     server = fake_server(dialect=None)

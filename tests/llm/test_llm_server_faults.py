@@ -169,6 +169,7 @@ def _klue_llm(*args: str, tmp_path: Path) -> Any:
                            *args], capture_output=True, text=True, env=env, timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_a_model_the_server_does_not_list_is_a_warning_and_an_error_with_strict_model(
         fake_server: Start, tmp_path: Path) -> None:
     server = fake_server(model_id="served-model")

@@ -91,6 +91,7 @@ def nli_dev(klue_data_dir: Path) -> list[Any]:
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_paired_bootstrap_and_randomisation_match_sklearn_on_real_nli_with_seeds(
         nli_dev: list[Any], shared_data_dir: Path) -> None:
     """A = two runs (seeds combined), B = one run, resampled by premise; 15 (5) resamples of each test
@@ -144,6 +145,7 @@ def test_paired_bootstrap_and_randomisation_match_sklearn_on_real_nli_with_seeds
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_paired_bootstrap_matches_the_official_ner_metric_on_real_dev(klue_data_dir: Path,
                                                                       shared_data_dir: Path) -> None:
     from klue.tasks import ner as ner_task

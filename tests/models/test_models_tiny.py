@@ -28,6 +28,7 @@ def test_tokenizers_give_offsets_and_special_tokens(arch: str, kind: str) -> Non
     assert set(pair["token_type_ids"]) == ({0, 1} if arch == "bert" else {0})
 
 
+@pytest.mark.slow
 def test_wordpiece_vocabulary_is_the_same_in_every_process() -> None:
     code = ("import hashlib, json; from klue.models.tiny import train_tokenizer; "
             f"t = train_tokenizer({TEXTS!r} * 3, 'bert', 'wordpiece', vocab_size=150); "

@@ -52,6 +52,7 @@ def stop_at(step: int) -> Callable[[int], None]:
     return hook
 
 
+@pytest.mark.slow
 def test_whole_word_masking_masks_words_as_units(tokenizer_dir: Path) -> None:
     from transformers import AutoTokenizer
 

@@ -142,6 +142,7 @@ def _kill_when(process: subprocess.Popen[bytes], ready: object, limit_s: float =
     process.wait()
 
 
+@pytest.mark.slow
 def test_prepare_killed_then_rerun_gives_the_uninterrupted_shards(tokenizer_dir: Path, corpus: Path,
                                                                   tmp_path: Path) -> None:
     whole, cut = tmp_path / "whole", tmp_path / "cut"
@@ -167,6 +168,7 @@ def test_prepare_killed_then_rerun_gives_the_uninterrupted_shards(tokenizer_dir:
     assert files_of(cut) == files_of(whole)
 
 
+@pytest.mark.slow
 def test_mlm_killed_then_rerun_resumes_at_the_exact_block(tokenizer_dir: Path, corpus: Path, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     shards = tmp_path / "shards"

@@ -129,6 +129,7 @@ print(hashlib.sha1(train_tokenizer(texts, spec).backend_tokenizer.to_str().encod
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("algorithm", ["wordpiece", "bpe"])
+@pytest.mark.slow
 def test_training_is_reproducible_across_processes(algorithm: str, real_sentences: tuple[list[str], list[str]],
                                                    tmp_path: Path) -> None:
     # The `##` trainers of `tokenizers` give continuation pieces hash-map-order ids; the twin characters

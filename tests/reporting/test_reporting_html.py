@@ -49,6 +49,7 @@ def test_report_is_one_self_contained_file(bench_dir: Path) -> None:
     assert "official v1.1" in page and "not comparable" in page
 
 
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(bench_dir: Path, tmp_path: Path) -> None:
     if not CHROMIUM.is_file():
         pytest.skip("chromium absent: apt-get install -y chromium (.ci/run does)")

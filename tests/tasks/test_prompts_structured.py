@@ -158,6 +158,7 @@ def assert_all_maximal(scores: dict[str, float], what: str) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(SOURCES))
+@pytest.mark.slow
 def test_gold_answers_parse_back_to_the_maximum(case: str, roots: DataRoots, tmp_path: Path) -> None:
     source = SOURCES[case]
     task = registry.get(source.task)

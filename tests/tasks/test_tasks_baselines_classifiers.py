@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from klue import registry
 from klue.baselines import run
 from klue.scoring import RunRequest
@@ -14,16 +16,19 @@ def test_ynat_beats_the_majority_class(protocol_slice, tmp_path: Path) -> None:
     assert results.scores["accuracy"] > 50.0  # majority class is about 16% of titles
 
 
+@pytest.mark.slow
 def test_sts_correlates(protocol_slice, tmp_path: Path) -> None:
     results = run(RunRequest(registry.get("sts"), "classic", protocol_slice("sts", 421, 98), 1, tmp_path))
     assert results.scores["pearsonr"] > 40.0
 
 
+@pytest.mark.slow
 def test_nli_beats_chance(protocol_slice, tmp_path: Path) -> None:
     results = run(RunRequest(registry.get("nli"), "classic", protocol_slice("nli", 1200, 400), 1, tmp_path))
     assert results.scores["accuracy"] > 40.0  # three balanced classes: chance is 33.3
 
 
+@pytest.mark.slow
 def test_re_predicts_probabilities_for_all_relations(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("re")
     data = protocol_slice("re", 1500, 300)

@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from klue import registry
 from klue.baselines import run
 from klue.scoring import RunRequest
 
 
+@pytest.mark.slow
 def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("ner")
     data = protocol_slice("ner", 400, 200)
@@ -21,6 +23,7 @@ def test_ner_crf_finds_entities(protocol_slice, tmp_path: Path) -> None:
         assert len(json.loads(line)["tags"]) == len(record.chars)
 
 
+@pytest.mark.slow
 def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("dp")
     data = protocol_slice("dp", 300, 100)
@@ -36,6 +39,7 @@ def test_dp_heads_always_form_one_tree(protocol_slice, tmp_path: Path) -> None:
             assert node == 0
 
 
+@pytest.mark.slow
 def test_mrc_answers_are_context_spans(protocol_slice, tmp_path: Path) -> None:
     task = registry.get("mrc")
     data = protocol_slice("mrc", 400, 100)
@@ -101,6 +105,7 @@ def test_ner_features_are_the_same_per_position_and_in_batches() -> None:
     assert tagger.analyse_many(texts) == [tagger.analyse(text) for text in texts]
 
 
+@pytest.mark.slow
 def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     """crfsuite shuffles with C `rand()`: whatever used it before must not change the model."""
     import ctypes
@@ -155,6 +160,7 @@ def test_ner_training_is_the_same_while_another_thread_calls_rand(protocol_slice
     assert model(True) == quiet and calls[0] > 1000  # rand() was called, many times, during the fit
 
 
+@pytest.mark.slow
 def test_mrc_chunks_change_nothing(protocol_slice, monkeypatch) -> None:
     from klue.tasks.mrc import baseline as mrc
 

@@ -50,6 +50,7 @@ def model_dir(korquad: list[MrcRecord], tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_windows_map_every_korquad_answer_back_to_its_text(korquad: list[MrcRecord], model_dir: Path) -> None:
     from klue.models.loading import load_tokenizer
 
@@ -103,6 +104,7 @@ def synthetic_klue_mrc(n: int) -> list[MrcRecord]:
     return records
 
 
+@pytest.mark.slow
 def test_unanswerable_questions_get_the_null_answer(tmp_path: Path) -> None:
     import klue.training
 

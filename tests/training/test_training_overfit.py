@@ -63,6 +63,7 @@ def write_gold(task_name: str, records: list[Any], shared_data_dir: Path, klue_d
 @pytest.mark.realdata
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
 @pytest.mark.parametrize("task_name", ["ynat", "sts", "nli", "ner"])
+@pytest.mark.slow
 def test_tiny_models_memorise_64_examples(task_name: str, arch: str, examples: Callable[[str], list[Any]],
                                           tiny_model: Callable[[str, str], Path], tmp_path: Path,
                                           shared_data_dir: Path, klue_data_dir: Path) -> None:

@@ -73,6 +73,7 @@ def test_word_token_ends_cover_every_word() -> None:
 @pytest.mark.realdata
 @pytest.mark.parametrize("arch", ["bert", "roberta"])
 @pytest.mark.parametrize("variant", [{}, {"head.markers": "typed"}, {"head.pooling": "cls", "epochs": 60}])
+@pytest.mark.slow
 def test_tiny_models_memorise_64_re_examples(arch: str, variant: dict[str, Any],
                                              examples: Callable[[str], list[Any]],
                                              tiny_model: Callable[[str, str], Path], tmp_path: Path,
@@ -119,6 +120,7 @@ def test_unknown_head_option_is_refused(examples: Callable[[str], list[Any]],
 @pytest.mark.parametrize(("arch", "variant"), [
     ("bert", {}), ("roberta", {}), ("bert", {"head.pos": "none", "head.decoding": "greedy"}),
     ("roberta", {"head.pos": "kiwi"})])
+@pytest.mark.slow
 def test_tiny_models_memorise_64_dp_sentences(arch: str, variant: dict[str, Any],
                                               examples: Callable[[str], list[Any]],
                                               tiny_model: Callable[[str, str], Path], tmp_path: Path) -> None:
@@ -143,6 +145,7 @@ def test_tiny_models_memorise_64_dp_sentences(arch: str, variant: dict[str, Any]
 
 
 @pytest.mark.realdata
+@pytest.mark.slow
 def test_dp_trains_on_ud_conllu_with_ud_labels(shared_data_dir: Path, tmp_path: Path) -> None:
     from klue.models.tiny import make_tiny_model_dir
 

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from klue.cli._common import stderr
 from klue.errors import DataError
 
+if TYPE_CHECKING:
+    from klue.reporting.aggregate import Aggregate
+
+# html: the page; md: the Markdown leaderboard; the rest for other tools (klue.reporting.exports)
+FORMATS = ("html", "md", "model-index", "json", "csv")
+
 
 def report(
     directory: Annotated[Path, typer.Argument(help="A `klue benchmark --out` directory (every results.json "
                                               "under it is read).")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write: report.html (default "
-                                                "DIR/report.html), or a .md file with --format md (default: "
+                                                "DIR/report.html), or the file of any other --format (default: "
                                                 "print it).")] = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="html (one self-contained page with charts) "
-                                        "or md (the leaderboard as a Markdown table).")] = "html",
+    format: Annotated[str, typer.Option("--format", "-f", help="html (one self-contained page with charts), "
+                                        "md (the leaderboard as a Markdown table), model-index (a Hugging Face "
+                                        "model card's `model-index` YAML for each model: docs/results-schema.md), json "
+                                        "or csv (the leaderboard's numbers for other tools).")] = "html",
     resamples: Annotated[int, typer.Option("--resamples", min=0, help="Bootstrap resamples behind the 95% "
                                            "intervals and the tests between neighbouring rows (0: no "
                                            "intervals).")] = 500,
@@ -37,25 +45,37 @@ def report(
     from klue.io.output import check_output_file
     from klue.reporting.aggregate import load_aggregate
     from klue.reporting.html import REPORT_FILE, write_report
-    from klue.reporting.leaderboard import build_leaderboard, to_markdown
 
-    if format not in ("html", "md"):
-        raise DataError(f"--format takes html or md, not {format!r}")
+    if format not in FORMATS:
+        raise DataError(f"--format takes {', '.join(FORMATS)}, not {format!r}")
     target = output or (directory / REPORT_FILE if format == "html" else None)
     if target is not None:
         check_output_file(target, "--output")
     agg = load_aggregate(directory)
-    if format == "md":
-        text = to_markdown(build_leaderboard(agg, resamples, seed))
+    if format != "html":
+        text = _text(format, agg, resamples, seed)
         if output is None:
             sys.stdout.write(text)
         else:
             write_text_atomic(output, text)
-            stderr.print(f"leaderboard written to {output}")
+            stderr.print(f"{'model-index' if format == 'model-index' else 'leaderboard'} written to {output}")
         return
     assert target is not None  # html always has a target
     write_report(agg, target, resamples, seed)
     stderr.print(f"report written to {target}")
+
+
+def _text(format: str, agg: Aggregate, resamples: int, seed: int) -> str:
+    """The leaderboard of `agg` as text in `format` (any but html)."""
+    from klue.reporting.exports import leaderboard_csv, leaderboard_json, model_index_text
+    from klue.reporting.leaderboard import build_leaderboard, to_markdown
+
+    if format == "model-index":  # the means as measured: no resampling needed
+        return model_index_text(agg)
+    board = build_leaderboard(agg, resamples, seed)
+    if format == "md":
+        return to_markdown(board)
+    return leaderboard_json(agg, board) if format == "json" else leaderboard_csv(agg, board)
 
 
 def register(app: typer.Typer) -> None:

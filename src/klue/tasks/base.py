@@ -175,6 +175,7 @@ class Task(Generic[RecordT, PredictionT]):
     license: str
     citation: str
     v1_archive: ArchiveFile | None
+    hub_task: str  # the Hugging Face hub's task type of the task's `klue/klue` configuration (model cards)
     # -- code (__init__.py)
     package: str  # the task's package, against which the lazy references resolve
     labels: tuple[str, ...]  # label set in official order (empty where the task has none)
@@ -297,11 +298,12 @@ def check_aligned(task: str, gold_guids: Sequence[str], pred_guids: Sequence[str
 
 _REQUIRED = ("name", "aliases", "title", "order", "version", "files", "sizes", "metrics", "main_metrics")
 _OPTIONAL = ("label", "reference_scores", "recipe", "protocols", "default_local_protocol", "license",
-             "citation", "v1_archive")
+             "citation", "v1_archive", "hub_task")
 _DEFAULTS: Mapping[str, Any] = {
     "license": "CC BY-SA 4.0",
     "citation": "Park et al., KLUE: Korean Language Understanding Evaluation, arXiv:2105.09680",
     "default_local_protocol": DEFAULT_LOCAL_PROTOCOL,
+    "hub_task": "other",  # the hub's own word for a task type it does not name
 }
 
 
@@ -397,6 +399,7 @@ def _fields(raw: dict[str, Any]) -> dict[str, Any]:
         "license": str(values["license"]),
         "citation": str(values["citation"]),
         "v1_archive": ArchiveFile(archive["url"], archive["sha256"], int(archive["size"])) if archive else None,
+        "hub_task": str(values["hub_task"]),
     }
 
 

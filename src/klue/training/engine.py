@@ -59,7 +59,7 @@ def improves(score: float, best: float | None, spec: MetricSpec) -> bool:
 # CPU flags of bf16 matrix-multiply units (Intel AMX, AVX-512 BF16; AMD Zen 4 has the latter). Without them
 # torch emulates bf16 and a step is slower, not faster: 5.1x the CPU time of fp32 on the real encoder (YNAT)
 # on an AVX2-only AMD EPYC; with avx512_bf16, 1.5-1.8x less than fp32, same scores within seed noise
-# (benchmarks/RESULTS.md, "Fine-tuning on real weights: the checkpoint tax and bf16").
+# (benchmarks/RESULTS.md, "bf16 on CPUs").
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 CPUINFO = Path("/proc/cpuinfo")
 
@@ -140,7 +140,8 @@ def optimizer_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[s
 def adamw_kernel(impl: str, device: torch.device) -> dict[str, bool]:
     """AdamW's implementation as torch's keyword: `auto` is the fused kernel where torch has one for the
     device (CPU and CUDA: one pass over each parameter; on CPU a whole training step ran 1.11x faster than
-    with the multi-tensor path, benchmarks/RESULTS.md, "Fine-tuning speed levers"), else the multi-tensor (`foreach`) path."""
+    with the multi-tensor path, benchmarks/history/fine-tuning-speed.md, "Fine-tuning speed levers"), else the
+    multi-tensor (`foreach`) path."""
     if impl == "auto":
         impl = "fused" if device.type in ("cpu", "cuda") else "foreach"
     return {"fused": True} if impl == "fused" else {"foreach": impl == "foreach"}

@@ -13,7 +13,7 @@ Spaces are predicted as `O` (their tags are ignored by the metric).
 
 Training: averaged passive-aggressive, 20 epochs (`TRAINERS["pa"]`), replacing L-BFGS (250 iterations,
 still `NerBaseline(seed, trainer="lbfgs")`) for speed at the official size; measured on the local protocol
-and on the 4,000/1,000 split in benchmarks/RESULTS.md ("The quickstart at official scale"). Kiwi analyses 512 sentences per
+and on the 4,000/1,000 split in benchmarks/history/quickstart.md, "The quickstart at official scale". Kiwi analyses 512 sentences per
 call, and features are made chunk by chunk, so memory does not grow with the training set.
 
 crfsuite trains in a child process (`python -m klue.tasks.ner.baseline`): its online trainers shuffle the
@@ -156,7 +156,7 @@ def sentence_features(chars: Sequence[str], morpheme_tags: Sequence[str] | None,
 # default), above it on the local protocol, equal or 0.7 entity F1 below on the 4,000/1,000 split of its
 # training file depending on the shuffle, in a small fraction of the training time. With L-BFGS the NER
 # cell alone took 484 CPU s (9.5 minutes) at the official 21,008 sentences, nearly all of the 10-minute
-# goal for the whole quickstart; with PA, 114 CPU s (benchmarks/RESULTS.md ("The quickstart at official scale")).
+# goal for the whole quickstart; with PA, 114 CPU s (benchmarks/history/quickstart.md, "The quickstart at official scale").
 TRAINERS: dict[str, dict[str, Any]] = {
     "pa": {"type": 1, "c": 1.0, "error_sensitive": True, "averaging": True, "max_iterations": 20,
            "feature.possible_transitions": True},

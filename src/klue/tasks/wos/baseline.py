@@ -17,10 +17,10 @@ ontology (`wos-v1.1/ontology.json`, read from the protocol's data roots):
 Why rules: the only WoS dialogues here are the 10 of the official dev sample, and the local protocol
 uses them as both train and eval, so any learned tracker would be scored on its own training data. The
 rules were written from the ontology and the task description; a tracker that fits nothing is the only
-honest baseline on that protocol. Caveat, measured and stated in benchmarks/RESULTS.md: after a first
-version the rules were corrected by reading their errors on these same 10 dialogues (domain keywords,
-accepting an offered name, questions that set nothing), so the score on them is optimistic; with the
-official train file the same tracker runs on the official dev set unchanged.
+honest baseline on that protocol. Caveat, measured and stated in benchmarks/RESULTS.md, "CPU baselines"
+(and its history file): after a first version the rules were corrected by reading their errors on these
+same 10 dialogues (domain keywords, accepting an offered name, questions that set nothing), so the score
+on them is optimistic; with the official train file the same tracker runs on the official dev set unchanged.
 Hand-written: all of it (it is specific to the WoS ontology and Korean surface forms).
 """
 

@@ -20,7 +20,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "__main__"}),  # __main__.py: `python -m klue`, the CLI by another door
     frozenset({"benchmark", "reporting"}),
     frozenset({"families"}),
-    frozenset({"training", "llm", "embed", "pretraining", "baselines"}),
+    frozenset({"training", "llm", "embed", "contamination", "pretraining", "baselines"}),
     frozenset({"registry", "protocols", "scoring", "predictions", "results", "validate"}),
     frozenset({"tasks"}),
     frozenset({"metrics", "models", "text"}),

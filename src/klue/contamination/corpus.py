@@ -1,0 +1,355 @@
+"""Training corpora, streamed: plain text (one document a line), JSON Lines (a text field), parquet, a `datasets`
+save_to_disk directory, gzip or zstd compressed (told from the bytes, not the name), named as files,
+directories (every file under them) or globs.
+
+Text and JSON Lines are cut into chunks of whole lines as raw bytes, which the workers decode and parse, so
+the reading process does no per-line work; parquet and `datasets` come as batches of rows of the text
+column. Memory stays flat: at most a few chunks are held at once, whatever the corpus size.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from klue.errors import DataError, Problem
+from klue.io.formats import is_saved_dir
+from klue.io.provenance import identify
+from klue.io.text import encoding_hint
+
+Kind = Literal["text", "jsonl", "parquet", "datasets"]
+Compression = Literal["", "gzip", "zstd"]
+CHUNK_BYTES = 4 << 20  # lines per chunk: about 4 MB, a few tenths of a second of one worker's hashing
+ROWS_PER_CHUNK = 4096
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PARQUET_MAGIC = b"PAR1"
+_JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """One corpus file (or one split of a `datasets` directory) and how it is read."""
+
+    shown: str  # for messages and the summary: the path, or DIR[split]
+    path: Path
+    kind: Kind
+    compression: Compression = ""
+    split: str | None = None
+
+    def size(self) -> int:
+        """Bytes on disk (a directory: every file under it)."""
+        if self.path.is_dir():
+            return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+        return self.path.stat().st_size
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive documents of one corpus file: raw lines (`data`) or text-column rows (`rows`)."""
+
+    file_index: int
+    shown: str
+    kind: Kind
+    text_field: str
+    first_line: int  # 1-based number of the first line (text, JSON Lines) or row (parquet, datasets)
+    first_offset: int | None  # byte offset of the first line in the decompressed stream; None for rows
+    consumed: int  # bytes of the file on disk this chunk accounts for (progress)
+    data: bytes = b""
+    rows: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Documents:
+    texts: list[str]
+    lines: list[int]
+    offsets: list[int] | None
+
+
+def expand(specs: list[str]) -> list[CorpusFile]:
+    """Every corpus file the `--corpus` values name, in the order given (a directory's and a glob's files in
+    path order); DataError naming a value that names nothing."""
+    files: list[CorpusFile] = []
+    for spec in specs:
+        path = Path(spec).expanduser()
+        if path.exists():
+            files.extend(_expand_path(path))
+            continue
+        if any(c in spec for c in "*?["):
+            matched = sorted(glob.glob(str(path), recursive=True))
+            if not matched:
+                raise DataError(f"--corpus {spec!r}: the pattern matches no file")
+            for match in matched:
+                files.extend(_expand_path(Path(match)))
+            continue
+        raise DataError("no such file or directory", spec)
+    if not files:
+        raise DataError(f"--corpus {', '.join(specs)}: no corpus file found")
+    return files
+
+
+def _expand_path(path: Path) -> list[CorpusFile]:
+    if is_saved_dir(path):
+        return _dataset_splits(path)
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*")
+                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        return [f for p in found for f in _expand_path(p)]
+    return [classify(path)]
+
+
+def _dataset_splits(path: Path) -> list[CorpusFile]:
+    listing = path / "dataset_dict.json"
+    if listing.is_file():
+        splits = json.loads(listing.read_text(encoding="utf-8")).get("splits", [])
+        return [CorpusFile(f"{path}[{s}]", path, "datasets", split=str(s)) for s in splits]
+    return [CorpusFile(str(path), path, "datasets")]
+
+
+def classify(path: Path) -> CorpusFile:
+    """A file's kind and compression, from its first bytes and its name (DataError if it cannot be read)."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    compression: Compression = "gzip" if head.startswith(_GZIP_MAGIC) else "zstd" if head == _ZSTD_MAGIC else ""
+    name = path.name.lower()
+    if compression and name.endswith(_COMPRESSED_SUFFIXES):
+        name = name.rsplit(".", 1)[0]
+    if head == _PARQUET_MAGIC:
+        return CorpusFile(str(path), path, "parquet")
+    kind: Kind = "jsonl" if name.endswith(_JSONL_SUFFIXES) else "text"
+    return CorpusFile(str(path), path, kind, compression)
+
+
+class _Tee:
+    """A raw file that hashes (sha256) and counts the bytes read through it."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.read_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        self.read_bytes += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _stream(tee: _Tee, compression: Compression) -> Any:
+    source: Any = tee  # reads like a binary file, which is all the decompressors ask of it
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=source, mode="rb")
+    if compression == "zstd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+    return tee
+
+
+def _read_errors(compression: Compression) -> tuple[type[Exception], ...]:
+    """What reading a damaged file raises: OSError and EOFError (gzip), zlib.error, and zstandard's own error,
+    which derives from no error of the standard library."""
+    errors: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error, ValueError)
+    if compression == "zstd":
+        import zstandard
+
+        errors += (zstandard.ZstdError,)
+    return errors
+
+
+class CorpusReader:
+    """The chunks of one corpus file, in order; after the last one, `sha256` and `documents` are set (for
+    text and JSON Lines the hash is taken from the bytes as they are read: no second pass)."""
+
+    def __init__(self, file: CorpusFile, file_index: int, text_field: str, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.file = file
+        self.file_index = file_index
+        self.text_field = text_field
+        self.chunk_bytes = chunk_bytes
+        self.sha256: str | None = None
+        self.size = file.size()
+
+    def chunks(self) -> Iterator[Chunk]:
+        if self.file.kind in ("text", "jsonl"):
+            yield from self._line_chunks()
+        else:
+            yield from self._row_chunks()
+
+    def _chunk(self, first_line: int, first_offset: int | None, consumed: int, data: bytes = b"",
+               rows: tuple[str | None, ...] = ()) -> Chunk:
+        return Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, first_line, first_offset,
+                     consumed, data, rows)
+
+    def _line_chunks(self) -> Iterator[Chunk]:
+        line, offset, reported = 1, 0, 0
+        with self.file.path.open("rb") as raw:
+            tee = _Tee(raw)
+            stream = _stream(tee, self.file.compression)
+            carry = b""
+            while True:
+                try:
+                    block = stream.read(self.chunk_bytes)
+                except _read_errors(self.file.compression) as error:
+                    raise DataError([Problem(self.file.shown, f"byte {tee.read_bytes}", f"cannot be read: "
+                                             f"{error} (a damaged or cut-off {self.file.compression} file?)")]) \
+                        from None
+                if not block:
+                    break
+                data = carry + block
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = data
+                    continue
+                carry = data[cut:]
+                whole = data[:cut]
+                yield self._chunk(line, offset, tee.read_bytes - reported, data=whole)
+                reported = tee.read_bytes
+                line += whole.count(b"\n")
+                offset += len(whole)
+            if carry:
+                yield self._chunk(line, offset, tee.read_bytes - reported, data=carry)
+                reported = tee.read_bytes
+        self.sha256 = tee.digest.hexdigest()
+
+    def _row_chunks(self) -> Iterator[Chunk]:
+        batches, rows_total = (self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches())
+        line, reported = 1, 0
+        for rows in batches:
+            line_after = line + len(rows)
+            # progress in bytes on disk, in proportion to the rows read
+            now = self.size * (line_after - 1) // max(1, rows_total)
+            yield self._chunk(line, None, now - reported, rows=tuple(rows))
+            reported, line = now, line_after
+        self.sha256 = identify(self.file.path).sha256
+
+    def _parquet_batches(self) -> tuple[Iterator[list[str | None]], int]:
+        import pyarrow.parquet as pq
+
+        handle = pq.ParquetFile(self.file.path)
+        self._check_column(handle.schema_arrow)
+        batches = (b.column(0).to_pylist() for b in handle.iter_batches(ROWS_PER_CHUNK, columns=[self.text_field]))
+        return batches, handle.metadata.num_rows
+
+    def _dataset(self) -> Any:
+        from datasets import DatasetDict, load_from_disk
+
+        loaded = load_from_disk(str(self.file.path))
+        if isinstance(loaded, DatasetDict):
+            if self.file.split is None:
+                return loaded[next(iter(loaded))]
+            return loaded[self.file.split]
+        return loaded
+
+    def _dataset_batches(self) -> tuple[Iterator[list[str | None]], int]:
+        dataset = self._dataset()
+        self._check_column(dataset.features.arrow_schema)
+        column = dataset.select_columns([self.text_field]).with_format("arrow")
+        batches = (b.column(0).to_pylist() for b in column.iter(batch_size=ROWS_PER_CHUNK))
+        return batches, len(dataset)
+
+    def _check_column(self, schema: Any) -> None:
+        import pyarrow as pa
+
+        names = list(schema.names)
+        if self.text_field not in names:
+            raise DataError([Problem(self.file.shown, "", f"no column {self.text_field!r} (--text-field); its "
+                                     f"columns: {', '.join(names)}")])
+        kind = schema.field(self.text_field).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise DataError([Problem(self.file.shown, "", f"column {self.text_field!r} holds {kind}, not text")])
+
+    def check(self) -> None:
+        """Read the start of the file as a scan would, so that a corpus that cannot be read is named before
+        any work (the rest of a file can still fail later: a cut-off archive shows only at its end)."""
+        if self.file.kind in ("text", "jsonl"):
+            first = next(iter(_Probe(self).chunks()), None)
+            if first is not None:
+                documents(first, limit=10)
+            return
+        batches, _ = self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches()
+        rows = next(iter(batches), [])
+        documents(self._chunk(1, None, 0, rows=tuple(rows[:10])))
+
+
+class _Probe(CorpusReader):
+    """The first chunk of a file only, small."""
+
+    def __init__(self, reader: CorpusReader) -> None:
+        super().__init__(reader.file, reader.file_index, reader.text_field, chunk_bytes=1 << 16)
+
+    def _line_chunks(self) -> Iterator[Chunk]:
+        chunks = super()._line_chunks()
+        first = next(chunks, None)
+        chunks.close()  # type: ignore[attr-defined]  # a generator
+        if first is not None:
+            yield first
+
+
+def documents(chunk: Chunk, limit: int | None = None) -> Documents:
+    """The documents of a chunk with their line (or row) numbers and byte offsets: blank lines and empty or
+    missing texts are skipped; DataError naming the file and line of one that cannot be read."""
+    if chunk.kind in ("parquet", "datasets"):
+        texts, lines = [], []
+        for i, row in enumerate(chunk.rows[:limit]):
+            if row:
+                texts.append(row)
+                lines.append(chunk.first_line + i)
+        return Documents(texts, lines, None)
+    raw_lines = chunk.data.split(b"\n")
+    if raw_lines and not raw_lines[-1]:
+        raw_lines.pop()
+    texts, lines, offsets = [], [], []
+    offset = chunk.first_offset or 0
+    for i, raw in enumerate(raw_lines[:limit]):
+        number = chunk.first_line + i
+        if raw.strip():
+            text = _decode(raw, chunk, number)
+            if chunk.kind == "jsonl":
+                text = _field(text, chunk, number)
+            if text:
+                texts.append(text)
+                lines.append(number)
+                offsets.append(offset)
+        offset += len(raw) + 1
+    return Documents(texts, lines, offsets)
+
+
+def _decode(raw: bytes, chunk: Chunk, number: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError([Problem(chunk.shown, f"line {number}", f"not UTF-8 at byte {error.start} of the line; "
+                                 f"{encoding_hint(raw, chunk.shown, error.start)}")]) from None
+
+
+def _field(line: str, chunk: Chunk, number: int) -> str:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError([Problem(chunk.shown, f"line {number}", f"not JSON: {error.msg}")]) from None
+    value = obj.get(chunk.text_field) if isinstance(obj, dict) else None
+    if value is None and isinstance(obj, dict) and chunk.text_field not in obj:
+        raise DataError([Problem(chunk.shown, f"line {number}", f"no field {chunk.text_field!r} (--text-field); "
+                                 f"its fields: {', '.join(map(str, obj)) or 'none'}")])
+    if value is not None and not isinstance(value, str):
+        raise DataError([Problem(chunk.shown, f"line {number}", f"field {chunk.text_field!r} is not a string")])
+    return value or ""

@@ -1,0 +1,271 @@
+"""Text to units and unit n-grams, the same way for a benchmark's examples and a corpus (docs/contamination.md).
+
+Two normalisations: `klue` (NFC, case-folded, every Unicode punctuation character and whitespace a unit
+break) and `gpt3` (lm-evaluation-harness's `Janitor.normalize_string`: ASCII letters lower-cased, ASCII
+punctuation deleted, nothing else touched; then `str.split`). Three units: `eojeol` and `word` (the
+whitespace-separated tokens; the two differ in their default n only: 8 eojeols, 13 words as GPT-3) and
+`char` (code points with every break removed, so a copy spaced differently still matches).
+
+Why numpy and not Python tokens: a corpus is hashed here, and per-token Python work (`str.split`, a tuple
+or string per n-gram, a set lookup each) runs at a few MB/s of Korean text. Here a batch of documents is
+one UTF-32 array of code points; folding and breaks are one table lookup per code point, a unit's hash is
+a polynomial over its code points from one prefix sum (mod 2**32), and an n-gram's hash a polynomial over
+its units' mixed hashes from a second prefix sum (mod 2**64): no Python object per token or n-gram. Korean
+gains twice: a Hangul syllable is 3 UTF-8 bytes but one UTF-32 element. Measured in benchmarks/
+contamination_speed.py (RESULTS.md, issue 41).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from klue.errors import DataError
+
+Unit = Literal["eojeol", "word", "char"]
+Normalisation = Literal["klue", "gpt3"]
+UNITS: tuple[str, ...] = ("eojeol", "char", "word")
+NORMALISATIONS: tuple[str, ...] = ("klue", "gpt3")
+DEFAULT_N: dict[str, int] = {"eojeol": 8, "word": 13, "char": 25}
+
+SPACE = 32
+DELETED = 0xFFFFFFFF  # no code point: a character the normalisation drops
+_ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"  # string.punctuation, as the Janitor deletes it
+_MAX_POINT = sys.maxunicode + 1
+# The polynomial bases (odd, so invertible mod 2**k) and the mixing constant of splitmix64's finaliser.
+_BASE32 = np.uint32(0x01000193)
+_BASE64 = np.uint64(0x9E3779B97F4A7C15)
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What counts as the same text: the normalisation, the unit and the n-gram length."""
+
+    unit: Unit = "eojeol"
+    n: int = DEFAULT_N["eojeol"]
+    normalise: Normalisation = "klue"
+
+    @staticmethod
+    def of(unit: str, n: int | None, normalise: str) -> Settings:
+        """Checked settings (DataError naming the option); n defaults by unit."""
+        if unit not in UNITS:
+            raise DataError(f"--unit must be one of {', '.join(UNITS)}, not {unit!r}")
+        if normalise not in NORMALISATIONS:
+            raise DataError(f"--normalise must be one of {', '.join(NORMALISATIONS)}, not {normalise!r}")
+        size = DEFAULT_N[unit] if n is None else n
+        if not 1 <= size <= 1000:
+            raise DataError(f"--n must be between 1 and 1000, not {size}")
+        return Settings(unit, size, normalise)  # type: ignore[arg-type]  # both checked against their lists
+
+    @property
+    def joiner(self) -> str:
+        """How units are joined in a match's text: characters touch, eojeols and words take a space."""
+        return "" if self.unit == "char" else " "
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Per code point: what it becomes (its fold; SPACE for a break), whether it is deleted, whether a text
+    holding it may change under NFC (only then is `unicodedata.normalize` run)."""
+
+    fold: np.ndarray  # uint32; SPACE for a break, DELETED for a character dropped
+    deletes: bool  # whether any character is DELETED
+    nfc_sensitive: np.ndarray  # bool; all False for gpt3, which does not normalise
+    multi_fold: frozenset[int]  # code points whose case fold is several (ß -> ss): str.casefold then
+
+
+# Where Unicode assigns characters other than private use: planes 0-3 and the tags and variation selectors of
+# plane 14. Every code point beyond them keeps itself (no category P, no fold, no decomposition).
+_ASSIGNED = (range(0x32400), range(0xE0000, 0xE1000))
+
+
+@functools.cache  # a pure function of the Unicode database: built once per process (under a second)
+def tables(normalise: Normalisation) -> Tables:
+    fold = np.arange(_MAX_POINT, dtype=np.uint32)
+    nfc = np.zeros(_MAX_POINT, dtype=bool)
+    multi: set[int] = set()
+    spaces = [i for block in _ASSIGNED for i in block if chr(i).isspace()]
+    if normalise == "gpt3":
+        upper = np.arange(ord("A"), ord("Z") + 1)
+        fold[upper] = upper + 32
+        fold[[ord(c) for c in _ASCII_PUNCTUATION]] = DELETED
+        fold[spaces] = SPACE
+        return Tables(fold, True, nfc, frozenset())
+    category, combining, decomposition, normalize = (unicodedata.category, unicodedata.combining,
+                                                     unicodedata.decomposition, unicodedata.normalize)
+    for i in (i for block in _ASSIGNED for i in block):
+        c = chr(i)
+        kind = category(c)
+        if kind[0] == "P":
+            fold[i] = SPACE
+            continue
+        if kind in ("Cn", "Co", "Cs"):
+            continue
+        if combining(c) or normalize("NFC", c) != c:
+            nfc[i] = True
+        parts = decomposition(c)
+        if parts and parts[0] != "<" and parts.count(" ") == 1:  # its second half composes with what precedes
+            nfc[int(parts.split()[1], 16)] = True
+        folded = c.casefold()
+        if folded != c:
+            if len(folded) == 1:
+                fold[i] = ord(folded)
+            else:
+                multi.add(i)
+    nfc[0x1160:0x1200] = True  # Hangul medial and final jamo compose with the syllable before them
+    fold[spaces] = SPACE
+    return Tables(fold, False, nfc, frozenset(multi))
+
+
+def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarray, np.ndarray]:
+    """The normalised code points of `texts` joined by one break each, and where each text starts in them.
+
+    Every break is SPACE and deleted characters are gone, so a text never runs into the next. NFC and
+    `str.casefold` run only on a batch holding a character they change beyond the fold table (decomposed
+    Hangul, combining marks, a fold of several characters): most batches need neither."""
+    table = tables(normalise)
+    raw = _utf32(texts)
+    if normalise == "klue" and (table.nfc_sensitive[raw].any() or _any_in(raw, table.multi_fold)):
+        texts = [unicodedata.normalize("NFC", t).casefold() for t in texts]
+        raw = _utf32(texts)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    starts = np.zeros(len(texts), dtype=np.int64)
+    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    points = table.fold[raw]
+    if table.deletes:
+        gone = np.flatnonzero(points == DELETED)  # few: a search per text start beats a prefix sum over all
+        if len(gone):
+            starts = starts - np.searchsorted(gone, starts)
+            points = np.delete(points, gone)
+    return points, starts
+
+
+def _utf32(texts: Sequence[str]) -> np.ndarray:
+    return np.frombuffer(" ".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _any_in(points: np.ndarray, wanted: frozenset[int]) -> bool:
+    if not wanted:
+        return False
+    beyond_ascii = points[points > 0x7F]  # the folds of several characters all lie beyond ASCII
+    return bool(len(beyond_ascii)) and bool(np.isin(beyond_ascii, np.fromiter(wanted, dtype=np.uint32)).any())
+
+
+def normalised(text: str, normalise: Normalisation) -> str:
+    """`text` normalised, every break a single space, none at either end (for matching in Python)."""
+    points, _ = codepoints([text], normalise)
+    return " ".join(points.tobytes().decode("utf-32-le", "surrogatepass").split(" ")).strip() if len(points) \
+        else ""
+
+
+def units(text: str, settings: Settings) -> list[str]:
+    """The units of `text`: its tokens, or its characters with the breaks removed."""
+    norm = normalised(text, settings.normalise)
+    if settings.unit == "char":
+        return [c for c in norm if c != " "]
+    return [u for u in norm.split(" ") if u]
+
+
+@dataclass(frozen=True)
+class Ngrams:
+    """The n-grams of a batch of texts: a hash, the text's index in the batch, and the position of the
+    n-gram's first unit in its text (in units)."""
+
+    hashes: np.ndarray  # uint64
+    text: np.ndarray  # int64
+    position: np.ndarray  # int64
+
+
+class Hasher:
+    """Unit n-gram hashes of batches of texts (see the module doc for why numpy). Holds the powers of the
+    bases, grown as a longer batch comes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._p32 = self._i32 = np.ones(1, dtype=np.uint32)
+        self._p64 = self._i64 = np.ones(1, dtype=np.uint64)
+
+    def _powers(self, size: int) -> None:
+        if len(self._p32) >= size:
+            return
+        size = max(size, 2 * len(self._p32))
+        self._p32, self._i32 = _power_table(_BASE32, size), _power_table(_inverse(_BASE32, 32), size)
+        self._p64, self._i64 = _power_table(_BASE64, size), _power_table(_inverse(_BASE64, 64), size)
+
+    def ngrams(self, texts: Sequence[str]) -> Ngrams:
+        points, starts = codepoints(texts, self.settings.normalise)
+        if self.settings.unit == "char":
+            return self._char_ngrams(points, starts)
+        return self._token_ngrams(points, starts)
+
+    def _token_ngrams(self, points: np.ndarray, text_starts: np.ndarray) -> Ngrams:
+        n = self.settings.n
+        self._powers(len(points) + 1)
+        filled = (points != SPACE).view(np.int8)
+        edges = np.diff(filled, prepend=np.int8(0), append=np.int8(0))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        prefix = np.zeros(len(points) + 1, dtype=np.uint32)
+        np.cumsum((points + np.uint32(1)) * self._p32[:len(points)], out=prefix[1:])
+        tokens = _mix(((prefix[ends] - prefix[starts]) * self._i32[starts]).astype(np.uint64))
+        count = len(tokens)
+        if count < n:
+            return _empty()
+        token_prefix = np.zeros(count + 1, dtype=np.uint64)
+        np.cumsum(tokens * self._p64[:count], out=token_prefix[1:])
+        token_start = np.searchsorted(starts, text_starts)  # index of each text's first token
+        text_of = np.repeat(np.arange(len(text_starts)), np.diff(token_start, append=count))
+        first = np.flatnonzero(text_of[:count - n + 1] == text_of[n - 1:])
+        hashes = _mix((token_prefix[first + n] - token_prefix[first]) * self._i64[first])
+        text = text_of[first]
+        return Ngrams(hashes, text, first - token_start[text])
+
+    def _char_ngrams(self, points: np.ndarray, text_starts: np.ndarray) -> Ngrams:
+        n = self.settings.n
+        breaks = np.flatnonzero(points == SPACE)
+        starts = text_starts - np.searchsorted(breaks, text_starts)  # where each text starts once breaks go
+        points = np.delete(points, breaks)
+        count = len(points)
+        if count < n:
+            return _empty()
+        self._powers(count + 1)
+        prefix = np.zeros(count + 1, dtype=np.uint64)
+        np.cumsum((points.astype(np.uint64) + np.uint64(1)) * self._p64[:count], out=prefix[1:])
+        text_of = np.repeat(np.arange(len(starts)), np.diff(starts, append=count))
+        first = np.flatnonzero(text_of[:count - n + 1] == text_of[n - 1:])
+        hashes = _mix((prefix[first + n] - prefix[first]) * self._i64[first])
+        text = text_of[first]
+        return Ngrams(hashes, text, first - starts[text])
+
+
+def _empty() -> Ngrams:
+    return Ngrams(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every output bit depends on every input bit (the polynomials alone leave the
+    high bits of short inputs nearly constant)."""
+    values = values ^ (values >> np.uint64(30))
+    values = values * _MIX
+    return values ^ (values >> np.uint64(31))
+
+
+def _inverse(base: np.integer, bits: int) -> np.integer:
+    """The inverse of an odd `base` mod 2**bits (Newton's iteration)."""
+    modulus, value = 1 << bits, int(base)
+    inverse = value
+    for _ in range(7):
+        inverse = inverse * (2 - value * inverse) % modulus
+    return base.dtype.type(inverse)
+
+
+def _power_table(base: np.integer, size: int) -> np.ndarray:
+    powers = np.full(size, base, dtype=base.dtype)
+    powers[0] = 1
+    return np.cumprod(powers, dtype=base.dtype)  # wraps mod 2**bits, as intended

@@ -68,7 +68,7 @@ def scan_command(
     example: the longest match in units, the share of its units inside matches, and where the first match is
     (corpus file, line and byte offset). Written atomically as OUT/TASK/examples.jsonl and OUT/summary.json.
     """
-    from klue.contamination.scan import run_scan_command
+    from klue.contamination.command import run_scan_command
 
     run_scan_command(corpus=corpus, out=out, text_field=text_field, tasks=tasks, protocol=protocol,
                      eval_file=eval_file, eval_format=eval_format, unit=unit, n=n, normalise=normalise,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from klue.contamination import mink
-from klue.contamination.mink import Sample
+from klue.contamination.mink import Sample, TaskInput
 from klue.errors import DataError
 from klue.llm.backends.base import BackendBase, Capabilities, TokenScoresRequest, TokenScoresResult, Usage
 
@@ -140,7 +140,7 @@ def test_run_writes_examples_summary_and_auroc(tmp_path: Path) -> None:
     members = {"nli-0", "nli-1", "nli-2", "nli-3"}
     samples = [Sample(f"nli-{i}", t, f"g{i}") for i, t in enumerate(TEXTS)]
     table = _known_table(np.random.default_rng(0), {TEXTS[i] for i in range(4)})
-    summary = mink.run_mink(KnownBackend(table), "known:1", {"nli": (("premise", "hypothesis"), samples)},
+    summary = mink.run_mink(KnownBackend(table), "known:1", {"nli": TaskInput(("premise", "hypothesis"), samples)},
                             tmp_path, (0.2, 0.5), members | {"elsewhere-9"}, n_resamples=50, progress=False)
     rows = [json.loads(line) for line in (tmp_path / "nli" / "examples.jsonl").read_text().splitlines()]
     assert [r["guid"] for r in rows] == [s.guid for s in samples]
@@ -161,7 +161,7 @@ def test_run_writes_examples_summary_and_auroc(tmp_path: Path) -> None:
 def test_run_without_members_gives_distributions_only(tmp_path: Path) -> None:
     samples = [Sample(f"g{i}", t) for i, t in enumerate(TEXTS)]
     backend = KnownBackend(_known_table(np.random.default_rng(1), set()))
-    summary = mink.run_mink(backend, "known:1", {"ynat": (("title",), samples)}, tmp_path, progress=False)
+    summary = mink.run_mink(backend, "known:1", {"ynat": TaskInput(("title",), samples)}, tmp_path, progress=False)
     task = summary["tasks"]["ynat"]
     assert "auroc" not in task and "members_not_found" not in summary
     losses = [json.loads(line)["scores"]["loss"] for line in (tmp_path / "ynat" / "examples.jsonl").open()]
@@ -169,13 +169,13 @@ def test_run_without_members_gives_distributions_only(tmp_path: Path) -> None:
     assert task["distribution"]["loss"]["p50"] == pytest.approx(np.median(losses))
     # a rerun asks the model nothing: every answer comes from the request cache
     again = KnownBackend(backend.table)
-    mink.run_mink(again, "known:1", {"ynat": (("title",), samples)}, tmp_path, progress=False)
+    mink.run_mink(again, "known:1", {"ynat": TaskInput(("title",), samples)}, tmp_path, progress=False)
     assert again.usage.requests == 0 and again.usage.cache_hits == len(samples)
 
 
 def test_bad_input_is_refused(tmp_path: Path) -> None:
     backend = KnownBackend(_known_table(np.random.default_rng(2), set()))
-    samples = {"nli": (("premise",), [Sample("a", TEXTS[0])])}
+    samples = {"nli": TaskInput(("premise",), [Sample("a", TEXTS[0])])}
     with pytest.raises(DataError, match="shares in"):
         mink.run_mink(backend, "known:1", samples, tmp_path / "k", (20.0,), progress=False)
     with pytest.raises(DataError, match="none of its 1 guids"):
@@ -228,7 +228,7 @@ def test_hf_run_through_the_cache(tiny_llama: Path, tmp_path: Path) -> None:
 
     samples = [Sample(f"s{i}", t, f"s{i}") for i, t in enumerate(TEXTS)]
     summary = mink.run_mink(HfBackend(str(tiny_llama), cpu=True), f"hf:{tiny_llama}",
-                            {"sts": (("sentence1", "sentence2"), samples)}, tmp_path, members={"s0", "s1", "s2"},
+                            {"sts": TaskInput(("sentence1", "sentence2"), samples)}, tmp_path, members={"s0", "s1", "s2"},
                             n_resamples=20, progress=False)
     assert summary["min_kpp"] is True
     auroc = summary["tasks"]["sts"]["auroc"]["min_kpp_20"]

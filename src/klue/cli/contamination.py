@@ -73,3 +73,51 @@ def scan_command(
     run_scan_command(corpus=corpus, out=out, text_field=text_field, tasks=tasks, protocol=protocol,
                      eval_file=eval_file, eval_format=eval_format, unit=unit, n=n, normalise=normalise,
                      workers=workers, executor=executor, data_dir=data_dir, extra_data_dir=extra_data_dir)
+
+
+@contamination_app.command("mink")
+def mink_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="The model, as `klue llm` names it (hf:NAME_OR_DIR, "
+                                       "hf:FILE.gguf, ...): per-token log-probabilities of a text are needed, so "
+                                       "the in-process hf: backend.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: TASK/examples.jsonl, summary.json "
+                                      "and the request cache (a rerun asks the model nothing).",
+                                      show_default=False)],
+    tasks: Annotated[str, typer.Option(help="`all` or comma-separated task names.")] = "all",
+    k: Annotated[list[float] | None, typer.Option(
+        "--k", help="The share of lowest-scoring tokens Min-K% and Min-K%++ average (0.2 for 20%). Repeat for "
+        "several.", show_default="0.2")] = None,
+    members: Annotated[Path | None, typer.Option(
+        help="A file of guids known to be in the model's training data, one a line: AUROC of every score, "
+        "members against the other examples. Without it only the scores and their distribution (weak evidence).",
+        show_default=False)] = None,
+    protocol: Annotated[str | None, typer.Option(
+        help="Score this protocol's evaluation set instead of the official dev file.", show_default=False)] = None,
+    eval_file: Annotated[Path | None, typer.Option(
+        "--eval", help="Score this file's examples (one task).", show_default=False)] = None,
+    eval_format: Annotated[str | None, typer.Option(
+        "--eval-format", help="Format of --eval (told from the file when not given).", show_default=False)] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N examples of each task.",
+                                              show_default=False)] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts per forward pass (in-process backend).")] = 8,
+    cpu: Annotated[bool, typer.Option("--cpu", help="Stay on the CPU where there is a GPU.")] = False,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples behind the AUROC intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the resampling.")] = 0,
+    data_dir: DataDirOption = None,
+    extra_data_dir: ExtraDataDirOption = None,
+) -> None:
+    """Model-based membership scores of each example's input text: Min-K% Prob, Min-K%++ (in process), the
+    loss and the zlib ratio.
+
+    AUROC only against --members; without it the scores are written with their distribution and stated as
+    weak evidence (docs/contamination.md). Written atomically as OUT/TASK/examples.jsonl and OUT/summary.json.
+    """
+    from klue.cli._common import stderr
+    from klue.contamination.mink import run_mink_command, summary_lines
+
+    summary = run_mink_command(model=model, tasks=tasks, out=out, ks=k, members_file=members, protocol=protocol,
+                               eval_file=eval_file, eval_format=eval_format, limit=limit, batch_size=batch_size,
+                               cpu=cpu, resamples=resamples, seed=seed, data_dir=data_dir,
+                               extra_data_dir=extra_data_dir)
+    for line in summary_lines(summary):
+        stderr.print(line, markup=False, highlight=False)

@@ -25,6 +25,13 @@ def report(
                                            "intervals).")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling (the same seed, the same "
                                       "intervals).")] = 0,
+    contamination: Annotated[Path | None, typer.Option(
+        "--contamination", help="A `klue contamination scan --out` directory: each row's score on the examples "
+        "the scan found clean, with its interval, beside the full score, and whether they differ.",
+        show_default=False)] = None,
+    contamination_by: Annotated[str, typer.Option(
+        "--contamination-by", help="Which dirtiness leaves an example out of the clean subset: input (its "
+        "input found in the corpus) or with_answer (its input and answer found together).")] = "input",
 ) -> None:
     """Build the leaderboard and report from a benchmark directory.
 
@@ -44,9 +51,14 @@ def report(
     target = output or (directory / REPORT_FILE if format == "html" else None)
     if target is not None:
         check_output_file(target, "--output")
+    scan = None
+    if contamination is not None:
+        from klue.reporting.contamination import read_scan
+
+        scan = read_scan(contamination, contamination_by)
     agg = load_aggregate(directory)
     if format == "md":
-        text = to_markdown(build_leaderboard(agg, resamples, seed))
+        text = to_markdown(build_leaderboard(agg, resamples, seed, scan))
         if output is None:
             sys.stdout.write(text)
         else:
@@ -54,7 +66,7 @@ def report(
             stderr.print(f"leaderboard written to {output}")
         return
     assert target is not None  # html always has a target
-    write_report(agg, target, resamples, seed)
+    write_report(agg, target, resamples, seed, scan)
     stderr.print(f"report written to {target}")
 
 

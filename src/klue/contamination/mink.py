@@ -33,9 +33,11 @@ import numpy as np
 
 from klue.errors import DataError
 from klue.io.atomic import write_json_atomic, write_jsonl_atomic
+from klue.io.locate import DataRoots
 from klue.io.progress import ProgressBar
 from klue.io.redact import redact_text
 from klue.llm.backends.base import Backend, TokenScoresRequest, TokenScoresResult
+from klue.tasks.base import Task
 
 FORMAT = "klue.contamination.mink/1"
 EXAMPLES_FILE = "examples.jsonl"
@@ -59,6 +61,15 @@ class Sample:
     guid: str
     text: str
     group: str = ""
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    """One task's part of a run: its input fields, its samples, and where they come from (for the summary)."""
+
+    fields: tuple[str, ...]
+    samples: Sequence[Sample]
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -260,7 +271,7 @@ def read_members(path: Path) -> set[str]:
 @dataclass
 class TaskScores:
     task: str
-    fields: tuple[str, ...]  # the input fields scored, as the task declares them
+    given: TaskInput
     examples: list[ExampleScores] = field(default_factory=list)
 
 
@@ -268,7 +279,8 @@ def task_summary(scored: TaskScores, run_signals: Sequence[Signal], members: set
                  n_resamples: int, seed: int) -> dict[str, Any]:
     """One task's part of summary.json: counts, each score's distribution, and AUROC where members are known."""
     examples = scored.examples
-    out: dict[str, Any] = {"fields": list(scored.fields), "n_examples": len(examples),
+    out: dict[str, Any] = {"fields": list(scored.given.fields), "source": scored.given.source,
+                           "n_examples": len(examples),
                            "n_unscored": sum(e.n_tokens == 0 for e in examples),
                            "n_truncated": sum(e.n_truncated > 0 for e in examples),
                            "tokens_mean": float(np.mean([e.n_tokens for e in examples])) if examples else 0.0,
@@ -295,17 +307,17 @@ def aurocs(examples: Sequence[ExampleScores], run_signals: Sequence[Signal], n_r
     return out
 
 
-def run_mink(backend: Backend, spec_text: str, samples: Mapping[str, tuple[tuple[str, ...], Sequence[Sample]]],
+def run_mink(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
              out_dir: Path, ks: Sequence[float] = DEFAULT_KS, members: set[str] | None = None, *,
              members_file: Path | None = None, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
              progress: bool = True) -> dict[str, Any]:
-    """Score every task's samples (task -> (input fields, samples)) with `backend` and write
+    """Score every task's samples (task -> its `TaskInput`) with `backend` and write
     OUT/TASK/examples.jsonl and OUT/summary.json atomically; the request cache is OUT/llm_cache.sqlite. The
     summary comes back too."""
     from klue.io.lock import exclusive
 
     ks = check_ks(ks)
-    if members is not None and not any(s.guid in members for _, part in samples.values() for s in part):
+    if members is not None and not any(s.guid in members for part in samples.values() for s in part.samples):
         raise DataError(f"none of its {len(members)} guids is among the examples to score", members_file)
     if not backend.gives_token_scores:
         raise DataError(f"{redact_text(spec_text)}: the {backend.name} backend gives no per-token log-probabilities "
@@ -315,7 +327,7 @@ def run_mink(backend: Backend, spec_text: str, samples: Mapping[str, tuple[tuple
                     seed, progress)
 
 
-def _run(backend: Backend, spec_text: str, samples: Mapping[str, tuple[tuple[str, ...], Sequence[Sample]]],
+def _run(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
          out_dir: Path, ks: tuple[float, ...], members: set[str] | None, members_file: Path | None,
          n_resamples: int, seed: int, progress: bool) -> dict[str, Any]:
     from klue.llm.cache import CachedBackend, RequestCache
@@ -323,13 +335,13 @@ def _run(backend: Backend, spec_text: str, samples: Mapping[str, tuple[tuple[str
     distributions = backend.gives_distributions
     run_signals = signals(ks, distributions)
     cached = CachedBackend(backend, RequestCache(out_dir / CACHE_FILE))
-    total = sum(len(s) for _, s in samples.values())
+    total = sum(len(part.samples) for part in samples.values())
     bar = ProgressBar(f"mink · {spec_text}", total, enabled=progress)
     scored: dict[str, TaskScores] = {}
     try:
-        for task, (fields, task_samples) in samples.items():
+        for task, given in samples.items():
             bar.update(info=task)
-            scored[task] = TaskScores(task, fields, score_samples(cached, task_samples, ks, distributions, bar))
+            scored[task] = TaskScores(task, given, score_samples(cached, given.samples, ks, distributions, bar))
     finally:
         bar.close()
         cached.cache.close()
@@ -360,3 +372,99 @@ def _run(backend: Backend, spec_text: str, samples: Mapping[str, tuple[tuple[str
         write_jsonl_atomic(out_dir / task / EXAMPLES_FILE, (e.to_json() for e in part.examples))
     write_json_atomic(out_dir / SUMMARY_FILE, summary)
     return summary
+
+
+# ------------------------------------------------------------------------------ which examples, from where
+
+
+def samples_of(task: Task[Any, Any], records: Sequence[Any], source: str = "") -> TaskInput:
+    """The task's input fields (`Task.text_fields`) and each record's input texts joined by newlines, in
+    their declared order, with the record's resampling unit (`Task.group_key`)."""
+    if task.text_fields is None:
+        raise DataError(f"task {task.name!r} declares no input fields (text_fields): it cannot be scored")
+    samples = [Sample(task.guid(r), "\n".join(t for t in task.example_text(r).input if t), str(task.group_key(r)))
+               for r in records]
+    return TaskInput(task.text_fields.input, samples, source)
+
+
+def examples_to_score(task: Task[Any, Any], roots: DataRoots, protocol: str | None = None,
+                      eval_file: Path | None = None, eval_format: str | None = None) -> tuple[list[Any], str]:
+    """The examples to score and where they come from: the task's official dev file whole (nothing is trained,
+    so nothing is split off), the evaluation part of `protocol`, or the file `eval_file`."""
+    from klue.io.locate import FileRef, how_to_get
+    from klue.protocols import read_named, resolve
+    from klue.tasks.reading import read
+
+    if eval_file is not None:
+        named = read_named(task, eval_file, eval_format, role="eval")
+        return named.records, f"{named.shown} ({named.format})"
+    if protocol is not None:
+        data = resolve(task, protocol, roots)
+        return list(data.eval), f"the evaluation part of protocol {protocol}"
+    dev = task.file("dev")
+    if dev is None:
+        raise DataError(f"task {task.name!r} has no official dev file: name one with --eval")
+    path = FileRef("klue", dev.path).locate(roots)
+    if path is None or not path.is_file():
+        raise DataError(f"the {task.label} dev file is not here: {how_to_get(task.name)}", path)
+    return read(task, path, None, purpose="train").records, f"the official dev file {dev.path}"
+
+
+def run_mink_command(*, model: str, tasks: str, out: Path, ks: Sequence[float] | None, members_file: Path | None,
+                     protocol: str | None, eval_file: Path | None, eval_format: str | None, limit: int | None,
+                     batch_size: int, cpu: bool, resamples: int, seed: int, data_dir: str | None,
+                     extra_data_dir: str | None) -> dict[str, Any]:
+    """`klue contamination mink`: the examples of each task read, the model opened, every example scored."""
+    from klue import registry
+    from klue.io.locate import roots_from
+    from klue.io.output import check_output_dir
+    from klue.llm.backends.base import BackendOptions
+    from klue.llm.spec import open_backend, parse_spec
+
+    chosen = check_ks(ks or DEFAULT_KS)
+    if limit is not None and limit < 1:
+        raise DataError(f"--limit must be 1 or more, not {limit}")
+    if resamples < 0:
+        raise DataError(f"--resamples must be 0 or more, not {resamples}")
+    picked = registry.resolve(tasks)
+    if eval_file is not None and len(picked) != 1:
+        raise DataError("--eval names one task's file: give one task with --tasks")
+    check_output_dir(out, "--out")
+    members = read_members(members_file) if members_file is not None else None
+    spec = parse_spec(model)
+    roots = roots_from(data_dir, extra_data_dir)
+    samples: dict[str, TaskInput] = {}
+    for task in picked:
+        records, source = examples_to_score(task, roots, protocol, eval_file, eval_format)
+        if limit is not None and limit < len(records):
+            records, source = records[:limit], f"{source}, its first {limit} examples"
+        samples[task.name] = samples_of(task, records, source)
+    backend = open_backend(spec, BackendOptions(batch_size=batch_size, cpu=cpu))
+    try:
+        return run_mink(backend, model, samples, out, chosen, members, members_file=members_file,
+                        n_resamples=resamples, seed=seed)
+    finally:
+        backend.close()
+
+
+def summary_lines(summary: Mapping[str, Any]) -> list[str]:
+    """A few plain lines per task: each score's median and spread, and its AUROC where members were given."""
+    lines = [f"{summary['model']} ({summary['fingerprint']})"]
+    if summary["min_kpp"] is not True:
+        lines.append(f"Min-K%++ {summary['min_kpp']}")
+    for task, part in summary["tasks"].items():
+        lines.append(f"{task}: {part['n_examples']} examples ({', '.join(part['fields'])}), "
+                     f"{part['tokens_mean']:.1f} tokens on average, from {part['source'] or 'the samples given'}")
+        for name, shape in part["distribution"].items():
+            found = (part.get("auroc") or {}).get(name)
+            said = f"  {name:<12} median {shape['p50']:.4g} [p05 {shape['p05']:.4g}, p95 {shape['p95']:.4g}]" \
+                if shape else f"  {name:<12} no example scored"
+            if found:
+                said += (f"   AUROC {found['auroc']:.3f} [{found['low']:.3f}, {found['high']:.3f}], TPR at 5% FPR "
+                         f"{found['tpr_at_5_fpr']:.3f} ({found['n_members']} members, {found['n_non_members']} not)")
+            lines.append(said)
+    if "members_not_found" in summary and summary["members_not_found"]["count"]:
+        lines.append(f"{summary['members_not_found']['count']} member guid(s) were not among the examples scored")
+    if "auroc" not in next(iter(summary["tasks"].values()), {}):
+        lines.append(summary["caveat"])
+    return lines

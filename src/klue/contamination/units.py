@@ -131,12 +131,17 @@ def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarr
     Hangul, combining marks, a fold of several characters): most batches need neither."""
     table = tables(normalise)
     raw = _utf32(texts)
-    if normalise == "klue" and table.slow[raw].any():
-        texts = [unicodedata.normalize("NFC", t).casefold() for t in texts]
-        raw = _utf32(texts)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    slow = np.flatnonzero(table.slow[raw]) if normalise == "klue" else ()
+    if len(slow):  # only the texts holding such a character go through Python
+        texts = list(texts)
+        for i in np.unique(np.searchsorted(starts, slow, side="right") - 1).tolist():
+            texts[i] = unicodedata.normalize("NFC", texts[i]).casefold()
+        raw = _utf32(texts)
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        np.cumsum(lengths[:-1] + 1, out=starts[1:])
     points = table.fold[raw]
     if table.deletes:
         gone = np.flatnonzero(points == DELETED)  # few: a search per text start beats a prefix sum over all
@@ -202,9 +207,7 @@ class Hasher:
     def _powers(self, size: int) -> None:
         if len(self._p32) >= size:
             return
-        size = max(size, 2 * len(self._p32))
-        self._p32, self._i32 = _power_table(_BASE32, size), _power_table(_inverse(_BASE32, 32), size)
-        self._p64, self._i64 = _power_table(_BASE64, size), _power_table(_inverse(_BASE64, 64), size)
+        self._p32, self._i32, self._p64, self._i64 = _powers(1 << (size - 1).bit_length())
 
     def ngrams(self, texts: Sequence[str]) -> Ngrams:
         points, starts = codepoints(texts, self.settings.normalise)
@@ -270,6 +273,16 @@ def _inverse(base: np.integer, bits: int) -> np.integer:
     for _ in range(7):
         inverse = inverse * (2 - value * inverse) % modulus
     return base.dtype.type(inverse)
+
+
+@functools.lru_cache(maxsize=4)  # a few sizes (powers of two) per process; each scan reuses them
+def _powers(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The powers of both bases and of their inverses, 0 .. size - 1 (read-only: shared)."""
+    tables = (_power_table(_BASE32, size), _power_table(_inverse(_BASE32, 32), size),
+              _power_table(_BASE64, size), _power_table(_inverse(_BASE64, 64), size))
+    for table in tables:
+        table.flags.writeable = False
+    return tables
 
 
 def _power_table(base: np.integer, size: int) -> np.ndarray:

@@ -71,7 +71,8 @@ def _write_scan(root: Path, guids: range = range(N)) -> Path:
                          "first_match": {"file": "corpus.jsonl", "line": i} if i in DIRTY else None})
              for i in guids]
     (root / "nli" / "examples.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (root / "summary.json").write_text(json.dumps({"corpora": ["corpus.jsonl"], "unit": "eojeol", "n": 8}),
+    (root / "summary.json").write_text(json.dumps({"corpus": [{"path": "corpus.jsonl"}],
+                                                   "settings": {"unit": "eojeol", "n": 8, "normalise": "klue"}}),
                                        encoding="utf-8")
     return root
 
@@ -119,7 +120,7 @@ def test_markdown_and_html_show_the_section(bench: Path, tmp_path: Path) -> None
     assert f"## {CONTAMINATION_TITLE}" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| NLI | memoriser"))
     assert f"{len(set(range(N)) - DIRTY)}/{N}" in row and row.rstrip().endswith("| yes |")
-    assert "dirty_input" in markdown
+    assert "dirty_input" in markdown and "corpus corpus.jsonl; unit eojeol; n 8; normalise klue" in markdown
     assert CONTAMINATION_TITLE not in to_markdown(build_leaderboard(agg, 100, 0))
     page = render_report(agg, 100, 0, scan)
     assert 'id="contamination"' in page and 'href="#contamination"' in page and "memoriser" in page

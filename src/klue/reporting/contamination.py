@@ -87,13 +87,13 @@ def _about(path: Path) -> str:
     if not isinstance(summary, dict):
         return ""
     parts = []
-    corpora = summary.get("corpora") or summary.get("corpus")
-    if isinstance(corpora, list):
-        parts.append("corpora " + ", ".join(str(c.get("path", c)) if isinstance(c, dict) else str(c)
-                                            for c in corpora[:5]) + (" ..." if len(corpora) > 5 else ""))
-    elif isinstance(corpora, str):
-        parts.append(f"corpus {corpora}")
-    settings = [f"{k} {summary[k]}" for k in ("unit", "n", "normalise") if isinstance(summary.get(k), str | int)]
+    corpus = summary.get("corpus")
+    if isinstance(corpus, list) and corpus:
+        paths = [str(c.get("path", "?")) if isinstance(c, dict) else str(c) for c in corpus]
+        parts.append("corpus " + ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else ""))
+    given = summary.get("settings")
+    given = given if isinstance(given, dict) else {}
+    settings = [f"{k} {given[k]}" for k in ("unit", "n", "normalise") if isinstance(given.get(k), str | int)]
     return "; ".join(parts + settings)
 
 
@@ -230,15 +230,3 @@ def build_clean_table(agg: Aggregate, scan: Scan, n_resamples: int = REPORT_RESA
     if skipped:
         notes.append(f"Not scanned: {', '.join(agg.tasks[t].label for t in skipped)} (no SCAN/TASK/{EXAMPLES_FILE}).")
     return CleanTable(list(HEADERS), lines, notes)
-
-
-def clean_markdown(table: CleanTable) -> list[str]:
-    """The Markdown lines of the section (appended to the leaderboard's)."""
-    from klue.reporting.leaderboard import md_html, md_text
-
-    out = [f"## {CONTAMINATION_TITLE}", "", "| " + " | ".join(table.headers) + " |",
-           "|" + "|".join(["---"] * 3 + ["---:"] * (len(table.headers) - 3)) + "|"]
-    out += ["| " + " | ".join(md_text(c) for c in line.cells()) + " |" for line in table.lines]
-    out.append("")
-    out += [f"- {md_html(note)}" for note in table.notes]
-    return out

@@ -274,8 +274,6 @@ def to_markdown(board: Leaderboard) -> str:
     if board.llm_runs is not None:
         out += ["", *llm_runs_markdown(board.llm_runs)]
     if board.contamination is not None:
-        from klue.reporting.contamination import clean_markdown
-
         out += ["", *clean_markdown(board.contamination)]
     return "\n".join(out) + "\n"
 
@@ -285,6 +283,18 @@ def llm_runs_markdown(table: LlmRunsTable) -> list[str]:
     out = [f"## {LLM_RUNS_TITLE}", "", "| " + " | ".join(table.headers) + " |",
            "|" + "|".join("---" for _ in table.headers) + "|"]
     out += ["| " + " | ".join(md_text(c) for c in line.cells) + " |" for line in table.lines]
+    out.append("")
+    out += [f"- {md_html(note)}" for note in table.notes]
+    return out
+
+
+def clean_markdown(table: CleanTable) -> list[str]:
+    """The Markdown lines of the clean-subset table (klue.reporting.contamination; a section of `to_markdown`)."""
+    from klue.reporting.contamination import CONTAMINATION_TITLE
+
+    out = [f"## {CONTAMINATION_TITLE}", "", "| " + " | ".join(table.headers) + " |",
+           "|" + "|".join(["---"] * 3 + ["---:"] * (len(table.headers) - 3)) + "|"]
+    out += ["| " + " | ".join(md_text(c) for c in line.cells()) + " |" for line in table.lines]
     out.append("")
     out += [f"- {md_html(note)}" for note in table.notes]
     return out

@@ -28,13 +28,6 @@ class Example:
     answer: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Posting:
-    example: int
-    part: int
-    position: int
-
-
 @dataclass
 class BenchmarkIndex:
     """The examples (in order), each input part's units, each answer's and short part's normalised text,
@@ -82,11 +75,6 @@ class BenchmarkIndex:
         where[where == len(self.keys)] = 0
         found = self.keys[where] == hashes[maybe]
         return maybe[found], where[found]
-
-    def postings(self, key: int) -> list[Posting]:
-        start, end = int(self.offsets[key]), int(self.offsets[key + 1])
-        return [Posting(int(e), int(p), int(q)) for e, p, q in
-                zip(self.example_of[start:end], self.part_of[start:end], self.position_of[start:end])]
 
     def input_units(self, example: int) -> int:
         return sum(len(u) for u in self.part_units[example])

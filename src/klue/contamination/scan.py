@@ -127,23 +127,31 @@ class ChunkScanner:
         matches: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
         hit_docs = sorted(set(doc_of.tolist()))
         doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
-        for doc, where, key in zip(doc_of.tolist(), doc_position.tolist(), keys.tolist()):
-            window = doc_units[doc][where:where + n]
-            for posting in index.postings(key):
-                part = index.part_units[posting.example][posting.part]
-                if part[posting.position:posting.position + n] == window:
-                    matches[(doc, posting.example)].append((posting.part, posting.position, where))
+        # every posting of every hit, gathered with numpy (one Python object per posting was most of the
+        # time on a corpus with many hits)
+        starts, ends = index.offsets[keys], index.offsets[keys + 1]
+        counts = ends - starts
+        posting = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        rows = zip(np.repeat(doc_of, counts).tolist(), np.repeat(doc_position, counts).tolist(),
+                   index.example_of[posting].tolist(), index.part_of[posting].tolist(),
+                   index.position_of[posting].tolist())
+        for doc, where, example, part, position in rows:
+            if index.part_units[example][part][position:position + n] == doc_units[doc][where:where + n]:
+                matches[(doc, example)].append((part, position, where))
+        joined: dict[int, str] = {}
         findings: Findings = {}
         for (doc, example), found in sorted(matches.items()):
             at = Location(chunk.file_index, lines[doc], chunk.shown, None if offsets is None else offsets[doc])
-            result = self._found(example, found, doc_units[doc], at)
+            if doc not in joined:
+                joined[doc] = f"{settings.joiner}{settings.joiner.join(doc_units[doc])}{settings.joiner}"
+            result = self._found(example, found, joined[doc], at)
             if example in findings:
                 findings[example].merge(result)
             else:
                 findings[example] = result
         return findings
 
-    def _found(self, example: int, matches: list[tuple[int, int, int]], doc: list[str], at: Location) -> Found:
+    def _found(self, example: int, matches: list[tuple[int, int, int]], doc: str, at: Location) -> Found:
         settings, n = self.index.settings, self.index.settings.n
         parts = self.index.part_units[example]
         positions: dict[int, set[int]] = defaultdict(set)
@@ -155,12 +163,12 @@ class ChunkScanner:
         with_answer = at if self._holds_answer(example, positions, doc) else None
         return Found(dict(positions), longest, longest_text, at, at, first_text, with_answer)
 
-    def _holds_answer(self, example: int, positions: dict[int, set[int]], doc: list[str]) -> bool:
-        """Whether this document holds the example's whole input and its answer: each input part long enough
-        for an n-gram has one here, each shorter part and each answer part is here as it is (whole units)."""
+    def _holds_answer(self, example: int, positions: dict[int, set[int]], text: str) -> bool:
+        """Whether this document (its units joined, with a joiner at both ends) holds the example's whole input
+        and its answer: each input part long enough for an n-gram has one here, each shorter part and each
+        answer part is here as it is (whole units)."""
         settings = self.index.settings
         joiner = settings.joiner
-        text = f"{joiner}{joiner.join(doc)}{joiner}"
         for part, part_units in enumerate(self.index.part_units[example]):
             if len(part_units) >= settings.n:
                 if not positions.get(part):

@@ -107,7 +107,7 @@ def train(base: Path, out: Path, texts: list[str], epochs: int, lr: float, train
             loss.backward()
             optimizer.step()
             optimizer.zero_grad()
-            total += float(loss) * len(batch)
+            total += loss.item() * len(batch)
         losses.append(total / len(encoded))
         print(f"epoch {epoch + 1}: loss {losses[-1]:.4f} ({time.perf_counter() - started:.0f} s)", flush=True)
     model.eval()

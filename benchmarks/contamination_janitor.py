@@ -12,6 +12,8 @@ pairs, the first 5,000 KLUE NER train sentences (KLUE_EXTRA_DATA_DIR), and 400 d
 of them altered the ways the janitor's normalisation forgives (ASCII case, ASCII punctuation) or does not
 (Korean punctuation, spacing), repeated to --mb megabytes.
 
+Speed is wall time and CPU time of this process (on a shared machine the CPU time is the steadier).
+
 Agreement: per example (dirty or not, any input part) and per n-gram (which of each part's 13-grams are in the
 corpus), janitor against scan. Speed: the janitor's Python path over the corpus (`Janitor.normalize_string`,
 then `word_ngrams(.., 13)` into a set, as `register_contaminant_python` does for a text) against
@@ -149,16 +151,18 @@ def compare(janitor_module: Any, index: Any, examples: list[Example], path: Path
     """Agreement and speed of the janitor and the scan on one corpus file."""
     mb = path.stat().st_size / 1e6
     files = expand([str(path)])
-    jan_times, scan_times = [], []
+    jan_times, scan_times, jan_cpu, scan_cpu = [], [], [], []
     grams: set[str] = set()
     result = None
     for _ in range(repeats):  # alternated, so both see the same load
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         grams = janitor_corpus_ngrams(janitor_module, path.read_text(encoding="utf-8").splitlines())
         jan_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        jan_cpu.append(time.process_time() - cpu)
+        start, cpu = time.perf_counter(), time.process_time()
         result = scan_corpus(index, files, ScanOptions())
         scan_times.append(time.perf_counter() - start)
+        scan_cpu.append(time.process_time() - cpu)
     assert result is not None
     flags = janitor_flags(janitor_module, examples, grams)
     janitor_dirty = [any(parts) for parts in flags]
@@ -173,7 +177,10 @@ def compare(janitor_module: Any, index: Any, examples: list[Example], path: Path
         "disagreeing_guids": [e.guid for e, a, b in zip(examples, janitor_dirty, scan_dirty) if a != b][:20],
         "janitor_s": [round(t, 2) for t in jan_times], "scan_s": [round(t, 2) for t in scan_times],
         "janitor_mb_per_s": round(mb / min(jan_times), 2), "scan_mb_per_s": round(mb / min(scan_times), 2),
-        "speed_ratio": round(min(jan_times) / min(scan_times), 1), "load": os.getloadavg()[0],
+        "speed_ratio": round(min(jan_times) / min(scan_times), 1),
+        # CPU seconds of this process: what a shared machine's other work disturbs least
+        "janitor_cpu_s": [round(t, 2) for t in jan_cpu], "scan_cpu_s": [round(t, 2) for t in scan_cpu],
+        "cpu_speed_ratio": round(min(jan_cpu) / min(scan_cpu), 1), "load": os.getloadavg()[0],
     }
 
 

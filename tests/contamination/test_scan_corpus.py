@@ -57,8 +57,11 @@ def test_every_format_gives_the_same_findings(tmp_path: Path) -> None:
     zipped.write_bytes(gzip.compress(jsonl.read_bytes()))
     made = [jsonl, zipped, _zstd(tmp_path / "plain.txt.zst"), _parquet(tmp_path / "rows.parquet"),
             _datasets(tmp_path / "saved")]
+    documents = scan([plain]).files[0].documents
+    assert documents == len([line for line in LINES if line])
     for path in made:
-        assert summary_of(scan([path])) == expected, path
+        result = scan([path])
+        assert summary_of(result) == expected and result.files[0].documents == documents, path
     assert [f.kind for f in expand([str(p) for p in made])] == ["jsonl", "jsonl", "text", "parquet", "datasets"]
 
 

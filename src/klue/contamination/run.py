@@ -181,7 +181,7 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
                 progress: bool = False) -> ScanResult:
     """Scan every corpus file for the index's examples; the files an earlier run finished (kept in
     `state_dir`) are not read again. DataError naming the file (and line) of one that cannot be read."""
-    fingerprint = index.fingerprint()
+    fingerprint = index.fingerprint() if state_dir is not None else ""  # only a resumable scan needs it
     findings: Findings = {}
     records: dict[int, FileRecord] = {}
     todo: list[CorpusReader] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from klue.contamination.corpus import Chunk, documents
+from klue.contamination.corpus import Chunk, documents, line_starts, plain_lines
 from klue.contamination.index import BenchmarkIndex
 from klue.contamination.units import Hasher, units_of
 
@@ -109,6 +109,8 @@ class ChunkScanner:
         self.hasher = Hasher(index.settings)
 
     def scan(self, chunk: Chunk) -> ChunkResult:
+        if chunk.kind == "text":
+            return self._scan_lines(chunk)
         docs = documents(chunk)
         findings: Findings = {}
         if docs.texts and len(self.index.keys):
@@ -118,6 +120,21 @@ class ChunkScanner:
                 findings = self._findings(chunk, docs.texts, docs.lines, docs.offsets, ngrams.text[hit],
                                           ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, len(docs.texts), findings)
+
+    def _scan_lines(self, chunk: Chunk) -> ChunkResult:
+        """A plain-text chunk hashed whole (no list of lines to build and join again, measured 10-15% of a
+        scan); its lines are split only where a hit needs them."""
+        text, count = plain_lines(chunk)
+        findings: Findings = {}
+        if count and len(self.index.keys):
+            ngrams = self.hasher.line_ngrams(text)
+            hit, keys = self.index.lookup(ngrams.hashes)
+            if len(hit):
+                texts = text.split("\n")
+                lines = list(range(chunk.first_line, chunk.first_line + len(texts)))
+                findings = self._findings(chunk, texts, lines, line_starts(chunk), ngrams.text[hit],
+                                          ngrams.position[hit], keys)
+        return ChunkResult(chunk.file_index, chunk.consumed, count, findings)
 
     def _findings(self, chunk: Chunk, texts: list[str], lines: list[int], offsets: list[int] | None,
                   doc_of: np.ndarray, doc_position: np.ndarray, keys: np.ndarray) -> Findings:

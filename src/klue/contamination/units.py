@@ -142,6 +142,21 @@ def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarr
         raw = _utf32(texts)
         lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
         np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    return _folded(raw, starts, table)
+
+
+def line_codepoints(text: str, normalise: Normalisation) -> tuple[np.ndarray, np.ndarray]:
+    """`codepoints(text.split("\\n"))` without splitting: the lines of a plain-text chunk are its documents, and
+    a newline is a break like the space `codepoints` joins texts with, so the layout is the same."""
+    table = tables(normalise)
+    raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if normalise == "klue" and table.slow[raw].any():
+        return codepoints(text.split("\n"), normalise)
+    starts = np.concatenate(([0], np.flatnonzero(raw == 10) + 1))
+    return _folded(raw, starts, table)
+
+
+def _folded(raw: np.ndarray, starts: np.ndarray, table: Tables) -> tuple[np.ndarray, np.ndarray]:
     points = table.fold[raw]
     if table.deletes:
         gone = np.flatnonzero(points == DELETED)  # few: a search per text start beats a prefix sum over all
@@ -210,7 +225,13 @@ class Hasher:
         self._p32, self._i32, self._p64, self._i64 = _powers(1 << (size - 1).bit_length())
 
     def ngrams(self, texts: Sequence[str]) -> Ngrams:
-        points, starts = codepoints(texts, self.settings.normalise)
+        return self._ngrams(*codepoints(texts, self.settings.normalise))
+
+    def line_ngrams(self, text: str) -> Ngrams:
+        """The n-grams of each line of `text` (a line's index is its text number)."""
+        return self._ngrams(*line_codepoints(text, self.settings.normalise))
+
+    def _ngrams(self, points: np.ndarray, starts: np.ndarray) -> Ngrams:
         if self.settings.unit == "char":
             return self._char_ngrams(points, starts)
         return self._token_ngrams(points, starts)

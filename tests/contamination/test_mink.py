@@ -235,3 +235,36 @@ def test_hf_run_through_the_cache(tiny_llama: Path, tmp_path: Path) -> None:
     assert auroc is not None and 0.0 <= auroc["auroc"] <= 1.0 and auroc["n_members"] == 3
     rows = [json.loads(line) for line in (tmp_path / "sts" / "examples.jsonl").open()]
     assert all(math.isfinite(r["scores"]["min_kpp_20"]) for r in rows)
+
+
+@pytest.mark.slow
+def test_cli_mink_on_a_file_with_members(tiny_llama: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from klue.cli import app
+
+    rows = [{"guid": f"klue-nli-v1_dev_{i:05d}", "source": "wikipedia", "premise": TEXTS[i % 4],
+             "hypothesis": TEXTS[4 + i % 4], "gold_label": "neutral", "author": "neutral", "label2": "neutral",
+             "label3": "neutral", "label4": "neutral", "label5": "neutral"} for i in range(6)]
+    eval_file = tmp_path / "nli_dev.json"
+    eval_file.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    members = tmp_path / "members.txt"
+    members.write_text("# trained on\nklue-nli-v1_dev_00000\nklue-nli-v1_dev_00001\n", encoding="utf-8")
+    out = tmp_path / "out"
+    done = CliRunner().invoke(app, ["contamination", "mink", "--model", f"hf:{tiny_llama}", "--tasks", "nli",
+                                    "--eval", str(eval_file), "--members", str(members), "--k", "0.1", "--k", "0.5",
+                                    "--out", str(out), "--cpu", "--resamples", "20"])
+    assert done.exit_code == 0, done.output
+    summary = json.loads((out / "summary.json").read_text())
+    task = summary["tasks"]["nli"]
+    assert task["fields"] == ["premise", "hypothesis"] and task["n_members"] == 2 and task["n_examples"] == 6
+    assert set(task["auroc"]) == {"min_k_10", "min_k_50", "min_kpp_10", "min_kpp_50", "loss", "zlib"}
+    assert "AUROC" in done.output
+    rows_out = [json.loads(line) for line in (out / "nli" / "examples.jsonl").open()]
+    assert [r["member"] for r in rows_out] == [True, True, False, False, False, False]
+    # the text scored is the premise and the hypothesis joined by a newline
+    backend_text = f"{TEXTS[0]}\n{TEXTS[4]}"
+    assert rows_out[0]["zlib_bytes"] == len(zlib.compress(backend_text.encode("utf-8")))
+    empty = CliRunner().invoke(app, ["contamination", "mink", "--model", f"hf:{tiny_llama}", "--tasks", "all",
+                                     "--out", str(tmp_path / "none"), "--data-dir", str(tmp_path / "nothing")])
+    assert isinstance(empty.exception, DataError) and "no task's examples are here" in str(empty.exception)

@@ -310,10 +310,10 @@ def aurocs(examples: Sequence[ExampleScores], run_signals: Sequence[Signal], n_r
 def run_mink(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
              out_dir: Path, ks: Sequence[float] = DEFAULT_KS, members: set[str] | None = None, *,
              members_file: Path | None = None, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-             progress: bool = True) -> dict[str, Any]:
+             progress: bool = True, skipped: Sequence[str] = ()) -> dict[str, Any]:
     """Score every task's samples (task -> its `TaskInput`) with `backend` and write
     OUT/TASK/examples.jsonl and OUT/summary.json atomically; the request cache is OUT/llm_cache.sqlite. The
-    summary comes back too."""
+    summary comes back too; `skipped`: tasks of `all` left out because their examples are not here."""
     from klue.io.lock import exclusive
 
     ks = check_ks(ks)
@@ -323,13 +323,14 @@ def run_mink(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
         raise DataError(f"{redact_text(spec_text)}: the {backend.name} backend gives no per-token log-probabilities "
                         "of a text; Min-K% needs them (use an hf: model)")
     with exclusive(out_dir, f"klue contamination mink {redact_text(spec_text)}"):
-        return _run(backend, redact_text(spec_text), samples, out_dir, ks, members, members_file, n_resamples,
-                    seed, progress)
+        summary = _run(backend, redact_text(spec_text), samples, out_dir, ks, members, members_file, n_resamples,
+                       seed, progress, list(skipped))
+    return summary
 
 
 def _run(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
          out_dir: Path, ks: tuple[float, ...], members: set[str] | None, members_file: Path | None,
-         n_resamples: int, seed: int, progress: bool) -> dict[str, Any]:
+         n_resamples: int, seed: int, progress: bool, skipped: list[str]) -> dict[str, Any]:
     from klue.llm.cache import CachedBackend, RequestCache
 
     distributions = backend.gives_distributions
@@ -362,6 +363,8 @@ def _run(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
         "tasks": {task: task_summary(part, run_signals, members, n_resamples, seed) for task, part in scored.items()},
         "usage": backend.usage.to_json(),
     }
+    if skipped:
+        summary["skipped"] = {"tasks": skipped, "why": "their dev file is not here"}
     if members is not None:
         missing = sorted(members - seen)
         summary["members_not_found"] = {"count": len(missing), "first": missing[:10]}
@@ -416,7 +419,7 @@ def run_mink_command(*, model: str, tasks: str, out: Path, ks: Sequence[float] |
                      extra_data_dir: str | None) -> dict[str, Any]:
     """`klue contamination mink`: the examples of each task read, the model opened, every example scored."""
     from klue import registry
-    from klue.io.locate import roots_from
+    from klue.io.locate import how_to_get, roots_from
     from klue.io.output import check_output_dir
     from klue.llm.backends.base import BackendOptions
     from klue.llm.spec import open_backend, parse_spec
@@ -434,15 +437,25 @@ def run_mink_command(*, model: str, tasks: str, out: Path, ks: Sequence[float] |
     spec = parse_spec(model)
     roots = roots_from(data_dir, extra_data_dir)
     samples: dict[str, TaskInput] = {}
+    skipped: list[str] = []
     for task in picked:
-        records, source = examples_to_score(task, roots, protocol, eval_file, eval_format)
+        try:
+            records, source = examples_to_score(task, roots, protocol, eval_file, eval_format)
+        except DataError as error:
+            # `all` means every task whose set is here; a task named on purpose must be here
+            if tasks.strip().lower() != "all" or not str(error).endswith(how_to_get(task.name)):
+                raise
+            skipped.append(task.name)
+            continue
         if limit is not None and limit < len(records):
             records, source = records[:limit], f"{source}, its first {limit} examples"
         samples[task.name] = samples_of(task, records, source)
+    if not samples:
+        raise DataError(f"no task's examples are here ({', '.join(skipped)}): {how_to_get('TASK')}")
     backend = open_backend(spec, BackendOptions(batch_size=batch_size, cpu=cpu))
     try:
         return run_mink(backend, model, samples, out, chosen, members, members_file=members_file,
-                        n_resamples=resamples, seed=seed)
+                        n_resamples=resamples, seed=seed, skipped=skipped)
     finally:
         backend.close()
 
@@ -463,6 +476,8 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
                 said += (f"   AUROC {found['auroc']:.3f} [{found['low']:.3f}, {found['high']:.3f}], TPR at 5% FPR "
                          f"{found['tpr_at_5_fpr']:.3f} ({found['n_members']} members, {found['n_non_members']} not)")
             lines.append(said)
+    if summary.get("skipped"):
+        lines.append(f"not scored: {', '.join(summary['skipped']['tasks'])} ({summary['skipped']['why']})")
     if "members_not_found" in summary and summary["members_not_found"]["count"]:
         lines.append(f"{summary['members_not_found']['count']} member guid(s) were not among the examples scored")
     if "auroc" not in next(iter(summary["tasks"].values()), {}):

@@ -31,9 +31,10 @@ from klue.llm.constrained import LIBRARY, Constrainer, GrammarMasks, RowState, l
 # Continuation passes take up to this many times `batch_size` rows (each a copy of its context's cache rows):
 # fewer, fuller forwards; lower the batch size for long prompts on a large model.
 REST_ROWS_PER_BATCH = 4
-# Token scoring keeps [rows x positions x vocabulary] log-probabilities: at most this many positions per forward
-# (about 400 MB of float32 for a 49k vocabulary), so long texts go a few rows at a time.
-TOKEN_SCORE_POSITIONS = 2048
+# Token scoring keeps [rows x positions x vocabulary] log-probabilities (and, for the moments, about three more
+# tensors of that size): at most this many positions per forward, about 200 MB each in float32 for a 49k
+# vocabulary, so long texts go a few rows at a time.
+TOKEN_SCORE_POSITIONS = 1024
 
 
 def _fingerprint(name: str, model: Any) -> str:

@@ -137,3 +137,13 @@ def test_an_unreadable_corpus_file_is_named(tmp_path: Path, case: str) -> None:
         assert not (tmp_path / "out").exists()
     else:  # found mid-way: the good file's findings are kept for a resume, nothing of the bad one
         assert sorted(p.name for p in state.iterdir()) == ["file-00000.json"]
+
+
+@pytest.mark.slow
+@pytest.mark.longest  # starts a local Ray (about 10-20 s here)
+def test_ray_actors_find_what_one_process_finds(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    corpus = write_jsonl(tmp_path / "c.jsonl", [*LINES * 20, ARTICLE, *LINES * 20])
+    one = scan([corpus], chunk_bytes=2048)
+    on_ray = scan([corpus], chunk_bytes=2048, workers=2, executor="ray")
+    assert on_ray.workers == 2 and on_ray.findings == one.findings and one.findings

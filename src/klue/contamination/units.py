@@ -240,11 +240,12 @@ class Hasher:
         n = self.settings.n
         self._powers(len(points) + 1)
         filled = (points != SPACE).view(np.int8)
-        edges = np.diff(filled, prepend=np.int8(0), append=np.int8(0))
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        edges = np.flatnonzero(np.diff(filled, prepend=np.int8(0), append=np.int8(0)))
+        starts, ends = edges[0::2], edges[1::2]  # a unit starts and ends in turn
         prefix = np.zeros(len(points) + 1, dtype=np.uint32)
         np.cumsum((points + np.uint32(1)) * self._p32[:len(points)], out=prefix[1:])
-        tokens = _mix(((prefix[ends] - prefix[starts]) * self._i32[starts]).astype(np.uint64))
+        # a unit's hash, mod 2**32 (a collision of two units only costs a check: every hit is checked)
+        tokens = ((prefix[ends] - prefix[starts]) * self._i32[starts]).astype(np.uint64)
         count = len(tokens)
         if count < n:
             return _empty()

@@ -8,7 +8,9 @@ normalisation). The corpus: real Korean documents from KLUE_EXTRA_DATA_DIR (KorQ
 KorSTS, the first 5,000 KLUE NER train sentences), one document a line, repeated to each size in --mb and
 written as plain text to a temporary directory. Each measurement is one `klue contamination scan` in a fresh
 process (so its peak RSS, with its workers', is its own), alternated between the configurations --repeats
-times; the best time of each is reported, with the load average of the shared machine beside it.
+times; the best time of each is reported, with the load average of the shared machine beside it, and the
+CPU seconds of the command and its worker processes (on a machine with no idle core, wall-time scaling
+cannot show; the CPU seconds show what the workers cost beside one process).
 """
 
 from __future__ import annotations
@@ -57,16 +59,23 @@ def one_scan(corpus: Path, out: Path, workers: int, executor: str) -> dict[str, 
             "text_field='text', tasks=sys.argv[3], protocol=None, eval_file=None, eval_format=None, unit='eojeol', "
             "n=None, normalise='klue', workers=int(sys.argv[4]), executor=sys.argv[5], data_dir=None, "
             "extra_data_dir=None); r = resource.getrusage; "
-            "print('RESULT', json.dumps({'run': s['run'], 'rss_mb': r(resource.RUSAGE_SELF).ru_maxrss / 1024, "
-            "'children_rss_mb': r(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))")
+            "me, kids = r(resource.RUSAGE_SELF), r(resource.RUSAGE_CHILDREN); "
+            "print('RESULT', json.dumps({'run': s['run'], 'rss_mb': me.ru_maxrss / 1024, "
+            "'children_rss_mb': kids.ru_maxrss / 1024, 'cpu_s': me.ru_utime + me.ru_stime, "
+            "'children_cpu_s': kids.ru_utime + kids.ru_stime}))")
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, str(corpus), str(out), TASKS, str(workers), executor],
                           capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     wall = time.perf_counter() - start
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line.removeprefix("RESULT "))
+    mb = result["run"]["bytes_scanned"] / 1e6
     return {"wall_s": round(wall, 2), "scan_s": result["run"]["seconds"], "mb_per_s": result["run"]["mb_per_s"],
-            "rss_mb": round(result["rss_mb"], 1), "workers_rss_mb": round(result["children_rss_mb"], 1)}
+            "rss_mb": round(result["rss_mb"], 1), "workers_rss_mb": round(result["children_rss_mb"], 1),
+            # CPU seconds of the whole command (reading the sets, the index, the scan) and of its spawned
+            # workers; Ray's actors are not its children and are not counted
+            "cpu_s": round(result["cpu_s"], 2), "workers_cpu_s": round(result["children_cpu_s"], 2),
+            "mb": round(mb, 1)}
 
 
 def main() -> None:

@@ -62,9 +62,10 @@ class FileRecord:
 class ScanResult:
     findings: Findings
     files: list[FileRecord]
-    seconds: float
+    seconds: float  # scanning, once the workers were up
     bytes_scanned: int  # bytes on disk read in this run (resumed files not counted)
     workers: int
+    startup_seconds: float = 0.0  # starting the workers (processes, Ray and its actors) and sending the index
 
 
 # ------------------------------------------------------------------------------------------- executors
@@ -79,6 +80,10 @@ def _start_worker(parent: int, index: BenchmarkIndex) -> None:
 
 def _scan_in_worker(chunk: Chunk) -> ChunkResult:
     return _WORKER_SCANNER[0].scan(chunk)
+
+
+def _worker_ready(_: int) -> bool:
+    return bool(_WORKER_SCANNER)
 
 
 def _done(function: Callable[[Chunk], ChunkResult], chunk: Chunk) -> Future[ChunkResult]:
@@ -106,6 +111,8 @@ def _executor(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Cal
     pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start_worker, initargs=(os.getpid(), index))
     try:
+        # every worker started (and its index built) before the clock of the scan starts
+        all(pool.map(_worker_ready, range(2 * options.workers)))
         yield (lambda chunk: pool.submit(_scan_in_worker, chunk)), options.workers
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -129,6 +136,7 @@ def _ray_actors(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[C
         actor = ray.remote(num_cpus=1)(ChunkScanner)
         index_ref = ray.put(index)
         actors = [actor.remote(index_ref) for _ in range(workers)]
+        ray.get([a.ready.remote() for a in actors])  # every actor up before the clock of the scan starts
         turn = iter(range(1 << 62))
         yield (lambda chunk: actors[next(turn) % workers].scan.remote(chunk).future()), workers
     finally:
@@ -195,11 +203,14 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
     for reader in todo:  # before any work: a file that cannot be read at all stops the scan here
         reader.check()
     started = time.perf_counter()
+    startup = 0.0
     total = sum(r.size for r in todo)
     done_bytes = 0
     workers = 1
     if todo:
         with _executor(index, options) as (submit, workers):
+            startup = time.perf_counter() - started
+            started += startup
             label = f"scan ({workers} {options.executor} worker{'s' if workers != 1 else ''})"
             with closing(ProgressBar(label, total or None, enabled=progress, in_bytes=True)) as bar:
                 def advance(result: ChunkResult) -> None:
@@ -216,7 +227,7 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
                     merge_findings(findings, file_findings)
                     records[reader.file_index] = record
     return ScanResult(findings, [records[i] for i in range(len(files))], time.perf_counter() - started,
-                      done_bytes, workers)
+                      done_bytes, workers, startup)
 
 
 def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[ChunkResult]], in_flight: int,
@@ -323,7 +334,8 @@ def write_outputs(out: Path, index: BenchmarkIndex, task_sets: list[TaskSet], re
         "settings": {"unit": settings.unit, "n": settings.n, "normalise": settings.normalise, **run.pop("settings")},
         "tasks": tasks,
         "corpus": [f.to_json() for f in result.files],
-        "run": {"workers": result.workers, "seconds": round(result.seconds, 3), "bytes_scanned": result.bytes_scanned,
+        "run": {"workers": result.workers, "seconds": round(result.seconds, 3),
+                "startup_seconds": round(result.startup_seconds, 3), "bytes_scanned": result.bytes_scanned,
                 "mb_per_s": round(result.bytes_scanned / max(result.seconds, 1e-9) / 1e6, 2), **run},
     }
     write_json_atomic(out / SUMMARY_FILE, summary)

@@ -108,6 +108,10 @@ class ChunkScanner:
         self.index = index
         self.hasher = Hasher(index.settings)
 
+    def ready(self) -> bool:
+        """True: the scanner is built (a Ray actor answers once its constructor ran)."""
+        return True
+
     def scan(self, chunk: Chunk) -> ChunkResult:
         if chunk.kind == "text":
             return self._scan_lines(chunk)

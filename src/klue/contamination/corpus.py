@@ -9,6 +9,7 @@ column. Memory stays flat: at most a few chunks are held at once, whatever the c
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import gzip
 import hashlib
@@ -67,6 +68,20 @@ class Chunk:
     consumed: int  # bytes of the file on disk this chunk accounts for (progress)
     data: bytes = b""
     rows: tuple[str | None, ...] = ()
+    # instead of `data`: (path, byte offset, length) of an uncompressed file, read where the chunk is scanned
+    span: tuple[str, int, int] | None = None
+
+    def loaded(self) -> Chunk:
+        """The chunk with its bytes in `data` (read from the file when it came as a span)."""
+        if self.span is None:
+            return self
+        path, start, length = self.span
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(length)
+        if len(data) != length:
+            raise DataError([Problem(self.shown, f"line {self.first_line}", "the file changed while it was scanned")])
+        return dataclasses.replace(self, data=data, span=None)
 
 
 @dataclass(frozen=True)
@@ -182,11 +197,15 @@ class CorpusReader:
     """The chunks of one corpus file, in order; after the last one, `sha256` and `documents` are set (for
     text and JSON Lines the hash is taken from the bytes as they are read: no second pass)."""
 
-    def __init__(self, file: CorpusFile, file_index: int, text_field: str, chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(self, file: CorpusFile, file_index: int, text_field: str, chunk_bytes: int = CHUNK_BYTES,
+                 by_span: bool = False) -> None:
         self.file = file
         self.file_index = file_index
         self.text_field = text_field
         self.chunk_bytes = chunk_bytes
+        # an uncompressed file's chunks as spans the workers read themselves: sending 4 MB through a pipe to a
+        # worker process cost the reading process several times what reading it did (measured)
+        self.by_span = by_span and file.compression == ""
         self.sha256: str | None = None
         self.size = file.size()
 
@@ -223,14 +242,20 @@ class CorpusReader:
                     continue
                 carry = data[cut:]
                 whole = data[:cut]
-                yield self._chunk(line, offset, tee.read_bytes - reported, data=whole)
+                yield self._piece(line, offset, tee.read_bytes - reported, whole)
                 reported = tee.read_bytes
                 line += whole.count(b"\n")
                 offset += len(whole)
             if carry:
-                yield self._chunk(line, offset, tee.read_bytes - reported, data=carry)
+                yield self._piece(line, offset, tee.read_bytes - reported, carry)
                 reported = tee.read_bytes
         self.sha256 = tee.digest.hexdigest()
+
+    def _piece(self, line: int, offset: int, consumed: int, data: bytes) -> Chunk:
+        if self.by_span:
+            return Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, line, offset, consumed,
+                         span=(str(self.file.path), offset, len(data)))
+        return self._chunk(line, offset, consumed, data=data)
 
     def _row_chunks(self) -> Iterator[Chunk]:
         batches, rows_total = (self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches())

@@ -199,7 +199,9 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
             merge_findings(findings, resumed[0])
             records[i] = resumed[1]
         else:
-            todo.append(CorpusReader(file, i, options.text_field, options.chunk_bytes))
+            # spans only to local worker processes, which see the same files (a Ray cluster may not)
+            by_span = options.executor == "local" and options.workers > 1
+            todo.append(CorpusReader(file, i, options.text_field, options.chunk_bytes, by_span))
     for reader in todo:  # before any work: a file that cannot be read at all stops the scan here
         reader.check()
     started = time.perf_counter()

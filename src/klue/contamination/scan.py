@@ -18,7 +18,7 @@ import numpy as np
 
 from klue.contamination.corpus import Chunk, documents, line_starts, plain_lines
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.units import Hasher, units_of
+from klue.contamination.units import Hasher, tables, units_of
 
 
 @dataclass(frozen=True, order=True)
@@ -107,12 +107,14 @@ class ChunkScanner:
     def __init__(self, index: BenchmarkIndex) -> None:
         self.index = index
         self.hasher = Hasher(index.settings)
+        tables(index.settings.normalise)  # built now: a worker is ready when it is built
 
     def ready(self) -> bool:
         """True: the scanner is built (a Ray actor answers once its constructor ran)."""
         return True
 
     def scan(self, chunk: Chunk) -> ChunkResult:
+        chunk = chunk.loaded()
         if chunk.kind == "text":
             return self._scan_lines(chunk)
         docs = documents(chunk)

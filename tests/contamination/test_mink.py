@@ -25,8 +25,6 @@ class KnownBackend(BackendBase):
     """Hands back fixed token log-probabilities (and moments) per text: the scores are then known by hand."""
 
     name = "known"
-    gives_token_scores = True
-    gives_distributions = True
 
     def __init__(self, table: dict[str, TokenScoresResult]) -> None:
         self.table = table
@@ -34,6 +32,14 @@ class KnownBackend(BackendBase):
         self.fingerprint = "known:1"
         self.capabilities = Capabilities(loglik=False)
         self.usage = Usage()
+
+    @property
+    def gives_token_scores(self) -> bool:
+        return True
+
+    @property
+    def gives_distributions(self) -> bool:
+        return True
 
     def token_scores(self, requests: Any, on_result: Any = None) -> list[TokenScoresResult]:
         self.usage.requests += len(requests)

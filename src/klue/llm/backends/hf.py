@@ -159,8 +159,15 @@ def open_backend(target: str, options: base.BackendOptions) -> HfBackend:
 class HfBackend(base.BackendBase):
     name = "hf"
     renders_chat = True  # the tokenizer's chat template gives the prompt as text
-    gives_token_scores = True
-    gives_distributions = True  # the whole next-token distribution is in hand (Min-K%++)
+
+    @property
+    def gives_token_scores(self) -> bool:
+        return True
+
+    @property
+    def gives_distributions(self) -> bool:
+        """The whole next-token distribution is in hand (Min-K%++)."""
+        return True
 
     def __init__(self, model_name: str, *, cpu: bool = False, batch_size: int = 8, constrained: bool = True) -> None:
         import torch

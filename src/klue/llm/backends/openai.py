@@ -48,6 +48,8 @@ from klue.llm.backends.base import (
     LoglikRequest,
     LoglikResult,
     ResultSink,
+    TokenScoresRequest,
+    TokenScoresResult,
     Usage,
     estimate_tokens,
 )
@@ -304,6 +306,18 @@ def _is_greedy(echo: Echo, first: int) -> bool | None:
     return verdict
 
 
+def token_scores_from_answer(answer: Mapping[str, Any], text: str) -> tuple[TokenScoresResult, dict[str, Any]]:
+    """The log-probs of a text's tokens out of an echo answer, and the part of the answer worth keeping. The
+    first token has no context unless the server put a BOS token before it: its null log-prob is left out; a
+    null anywhere else is an error (a byte token a server cannot score, say), never a silent gap."""
+    echo = parse_echo(answer, text)
+    values = echo.logprobs[1:] if echo.logprobs and echo.logprobs[0] is None else echo.logprobs
+    if not all(_finite(v) for v in values):
+        raise BackendError("a token of the text has no finite log-prob in the echo")
+    return (TokenScoresResult(tuple(float(v) for v in values if v is not None)),
+            {"tokens": echo.tokens, "text_offset": echo.offsets, "token_logprobs": echo.logprobs})
+
+
 def loglik_from_answer(answer: Mapping[str, Any], request: LoglikRequest) -> tuple[LoglikResult, dict[str, Any]]:
     """The continuation's log-likelihood out of an echo answer, and the part of the answer worth keeping."""
     prompt = request.context + request.continuation
@@ -480,6 +494,27 @@ class OpenAIBackend(BackendBase):
         jobs = [self._loglik_job(i, r) for i, r in enumerate(requests)]
         return self._run(self._gather(jobs, on_result))
 
+    @property
+    def gives_token_scores(self) -> bool:
+        """Per-token log-probs of a text come from the same echo as log-likelihoods, where the probe trusts it."""
+        return self.capabilities.loglik
+
+    def token_scores(self, requests: Sequence[TokenScoresRequest],
+                     on_result: ResultSink | None = None) -> list[TokenScoresResult]:
+        """Each text's echoed prompt log-probs (`echo: true, logprobs: 1, max_tokens: 1`), in request order;
+        the server gives no next-token distributions, so a request for their moments is refused."""
+        if not self.capabilities.loglik:
+            raise BackendError(f"{self.root} gives no usable prompt log-probs "
+                               f"({self.capabilities.loglik_why_not or 'its echo gives none'})")
+        for i, request in enumerate(requests):
+            if request.distribution:
+                raise BackendError(f"token scores request {i}: next-token distributions (Min-K%++) need the "
+                                   "in-process backend")
+            if not request.text:
+                raise BackendError(f"token scores request {i}: the text is empty")
+        jobs = [self._token_scores_job(i, r) for i, r in enumerate(requests)]
+        return self._run(self._gather(jobs, on_result))
+
     def generate(self, requests: Sequence[GenerateRequest],
                  on_result: ResultSink | None = None) -> list[GenerateResult]:
         """Greedy generations in request order; `on_result(i, result, raw)` as each arrives."""
@@ -629,6 +664,19 @@ class OpenAIBackend(BackendBase):
                 raise BackendError(f"{self.root}: loglik request {index} (context ending "
                                    f"{request.context[-30:]!r}, continuation {request.continuation!r}): "
                                    f"{error}") from None
+        return job
+
+    def _token_scores_job(self, index: int, request: TokenScoresRequest
+                          ) -> Callable[[_Batch], Awaitable[tuple[Any, Any]]]:
+        body = self.loglik_body(LoglikRequest(request.text, ""))
+
+        async def job(batch: _Batch) -> tuple[TokenScoresResult, dict[str, Any]]:
+            answer = await self._post(batch, "/completions", body, f"token scores request {index}")
+            try:
+                return token_scores_from_answer(answer, request.text)
+            except BackendError as error:
+                raise BackendError(f"{self.root}: token scores request {index} (text starting "
+                                   f"{request.text[:30]!r}): {error}") from None
         return job
 
     def _generate_job(self, index: int, request: GenerateRequest) -> Callable[[_Batch], Awaitable[tuple[Any, Any]]]:

@@ -77,9 +77,9 @@ def scan_command(
 
 @contamination_app.command("mink")
 def mink_command(
-    model: Annotated[str, typer.Option("--model", "-m", help="The model, as `klue llm` names it (hf:NAME_OR_DIR, "
-                                       "hf:FILE.gguf, ...): per-token log-probabilities of a text are needed, so "
-                                       "the in-process hf: backend.", show_default=False)],
+    model: Annotated[str, typer.Option("--model", "-m", help="The model, as `klue llm` names it: hf:NAME_OR_DIR "
+                                       "or hf:FILE.gguf (every score), or openai:MODEL@URL (a server whose echoed "
+                                       "prompt log-probs pass the probe: no Min-K%++).", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: TASK/examples.jsonl, summary.json "
                                       "and the request cache (a rerun asks the model nothing).",
                                       show_default=False)],

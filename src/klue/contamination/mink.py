@@ -6,7 +6,8 @@ Per example (its input fields as its task declares them, joined by newlines):
   log-probabilities, k from a list (default 20%); floor(k x n) tokens, at least one. Higher: more member-like.
 - Min-K%++ (Zhang et al. 2024, arXiv 2404.02936): per token (log p(x_t) - mu_t) / sigma_t, with mu_t and
   sigma_t^2 the mean and variance of log p(z) for z drawn from the model's next-token distribution at t, then
-  the lowest k share averaged. Needs the whole distribution: the in-process backend only. Higher: member-like.
+  the lowest k share averaged. Needs the whole distribution: the in-process backend only (a server sends
+  token log-probs, not distributions). Higher: member-like.
 - loss: the mean negative log-probability per token. Lower: member-like.
 - zlib: the loss divided by the zlib-compressed length of the text's UTF-8 bytes (Carlini et al. 2021). Lower:
   member-like.
@@ -325,8 +326,9 @@ def run_mink(backend: Backend, spec_text: str, samples: Mapping[str, TaskInput],
     if members is not None and not any(s.guid in members for part in samples.values() for s in part.samples):
         raise DataError(f"none of its {len(members)} guids is among the examples to score", members_file)
     if not backend.gives_token_scores:
+        why = backend.capabilities.loglik_why_not or "its answers carry no prompt log-probabilities"
         raise DataError(f"{redact_text(spec_text)}: the {backend.name} backend gives no per-token log-probabilities "
-                        "of a text; Min-K% needs them (use an hf: model)")
+                        f"of a text ({why}); Min-K% needs them (an hf: model gives them)")
     with exclusive(out_dir, f"klue contamination mink {redact_text(spec_text)}"):
         summary = _run(backend, redact_text(spec_text), samples, out_dir, ks, members, members_file, n_resamples,
                        seed, progress, list(skipped))

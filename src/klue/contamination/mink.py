@@ -305,10 +305,10 @@ def aurocs(examples: Sequence[ExampleScores], run_signals: Sequence[Signal], n_r
     """Each signal's AUROC (as JSON; None where members or non-members are missing) over the scored examples."""
     out: dict[str, Any] = {}
     for signal in run_signals:
-        kept = [e for e in examples if e.scores.get(signal.name) is not None and e.member is not None]
-        found = auroc([e.scores[signal.name] for e in kept],  # type: ignore[misc]  # None filtered above
-                      [bool(e.member) for e in kept], [e.group for e in kept], signal.higher_is_member,
-                      n_resamples, seed)
+        kept = [(value, e) for e in examples if (value := e.scores.get(signal.name)) is not None
+                and e.member is not None]
+        found = auroc([value for value, _ in kept], [bool(e.member) for _, e in kept], [e.group for _, e in kept],
+                      signal.higher_is_member, n_resamples, seed)
         out[signal.name] = None if found is None else found.to_json()
     return out
 

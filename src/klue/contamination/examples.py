@@ -56,7 +56,7 @@ def task_sets(names: str, roots: DataRoots, protocol: str | None = None, eval_fi
         except DataError as error:
             if names.strip().lower() != "all" or not _missing(error):
                 raise
-            skipped.append(f"{task.name}: {error.summary(limit=1)}")
+            skipped.append(f"{task.name}: {error.summary(limit=1, name_errors=False)}")
     if not sets:
         raise DataError("no task's set is here: " + "; ".join(skipped))
     return sets, skipped

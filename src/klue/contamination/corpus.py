@@ -13,6 +13,7 @@ import dataclasses
 import glob
 import gzip
 import hashlib
+import importlib
 import json
 import zlib
 from collections.abc import Iterator
@@ -176,10 +177,17 @@ def _stream(tee: _Tee, compression: Compression) -> Any:
     if compression == "gzip":
         return gzip.GzipFile(fileobj=source, mode="rb")
     if compression == "zstd":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+        return _optional("zstandard").ZstdDecompressor().stream_reader(source, read_across_frames=True)
     return tee
+
+
+def _optional(name: str) -> Any:
+    """A library a corpus format needs, or the one sentence that says how to get it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise DataError(f"reading this corpus needs {name}, which is not installed: pip install "
+                        "'klue[contamination]'") from None
 
 
 def _read_errors(compression: Compression) -> tuple[type[Exception], ...]:
@@ -187,9 +195,7 @@ def _read_errors(compression: Compression) -> tuple[type[Exception], ...]:
     which derives from no error of the standard library."""
     errors: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error, ValueError)
     if compression == "zstd":
-        import zstandard
-
-        errors += (zstandard.ZstdError,)
+        errors += (_optional("zstandard").ZstdError,)
     return errors
 
 
@@ -269,9 +275,7 @@ class CorpusReader:
         self.sha256 = identify(self.file.path).sha256
 
     def _parquet_batches(self) -> tuple[Iterator[list[str | None]], int]:
-        import pyarrow.parquet as pq
-
-        handle = pq.ParquetFile(self.file.path)
+        handle = _optional("pyarrow.parquet").ParquetFile(self.file.path)
         self._check_column(handle.schema_arrow)
         batches = (b.column(0).to_pylist() for b in handle.iter_batches(ROWS_PER_CHUNK, columns=[self.text_field]))
         return batches, handle.metadata.num_rows

@@ -181,13 +181,13 @@ def _stream(tee: _Tee, compression: Compression) -> Any:
     return tee
 
 
-def _optional(name: str) -> Any:
+def _optional(name: str, extra: str = "contamination") -> Any:
     """A library a corpus format needs, or the one sentence that says how to get it."""
     try:
         return importlib.import_module(name)
     except ImportError:
         raise DataError(f"reading this corpus needs {name}, which is not installed: pip install "
-                        "'klue[contamination]'") from None
+                        f"'klue[{extra}]'") from None
 
 
 def _read_errors(compression: Compression) -> tuple[type[Exception], ...]:
@@ -281,10 +281,9 @@ class CorpusReader:
         return batches, handle.metadata.num_rows
 
     def _dataset(self) -> Any:
-        from datasets import DatasetDict, load_from_disk
-
-        loaded = load_from_disk(str(self.file.path))
-        if isinstance(loaded, DatasetDict):
+        datasets = _optional("datasets", "hf")
+        loaded = datasets.load_from_disk(str(self.file.path))
+        if isinstance(loaded, datasets.DatasetDict):
             if self.file.split is None:
                 return loaded[next(iter(loaded))]
             return loaded[self.file.split]

@@ -204,6 +204,7 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.longest  # builds the tiny Llama (module fixture): 10-50 s on a shared machine
 def test_hf_token_scores_match_the_forward_pass(tiny_llama: Path) -> None:
     import torch
 

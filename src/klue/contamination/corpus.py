@@ -250,7 +250,7 @@ class CorpusReader:
                 whole = data[:cut]
                 yield self._piece(line, offset, tee.read_bytes - reported, whole)
                 reported = tee.read_bytes
-                line += whole.count(b"\n")
+                line += int(np.count_nonzero(np.frombuffer(whole, dtype=np.uint8) == 10))  # 4x bytes.count
                 offset += len(whole)
             if carry:
                 yield self._piece(line, offset, tee.read_bytes - reported, carry)
@@ -376,15 +376,24 @@ def plain_lines(chunk: Chunk) -> tuple[str, int]:
     except UnicodeDecodeError:
         documents(chunk)  # names the line
         raise
+    if not data:
+        return text, 0
+    newline = np.frombuffer(data, dtype=np.uint8) == 10
+    # an empty line is a newline at the start, after a newline, or at the end (counted without a list of the
+    # newlines' positions: most chunks have none)
+    empty = int(np.count_nonzero(newline[1:] & newline[:-1])) + int(newline[0]) + int(newline[-1])
+    return text, int(np.count_nonzero(newline)) + 1 - empty
+
+
+def some_lines(chunk: Chunk, numbers: list[int]) -> tuple[list[str], list[int]]:
+    """Lines of a plain-text chunk by their number in it (0-based), decoded, with the byte offset of each in the
+    decompressed stream: only the lines a hit needs, not the chunk's every line."""
+    data = chunk.data
     newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    empty = int(np.count_nonzero(np.diff(newlines, prepend=-1, append=len(data)) == 1))
-    return text, len(newlines) + 1 - empty if data else 0
-
-
-def line_starts(chunk: Chunk) -> list[int]:
-    """The byte offset of each line of a plain-text chunk in the decompressed stream."""
-    newlines = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == 10)
-    return ((chunk.first_offset or 0) + np.concatenate(([0], newlines + 1))).tolist()
+    starts = np.concatenate(([0], newlines + 1))[numbers].tolist()
+    ends = np.append(newlines, len(data))[numbers].tolist()
+    texts = [data[start:end].decode("utf-8") for start, end in zip(starts, ends)]
+    return texts, [(chunk.first_offset or 0) + start for start in starts]
 
 
 def _fields(texts: list[str], chunk: Chunk, lines: list[int]) -> list[str]:

@@ -9,14 +9,13 @@ checked against the units themselves before it counts: a hash collision never ma
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from klue.contamination.corpus import Chunk, documents, line_starts, plain_lines
+from klue.contamination.corpus import Chunk, documents, plain_lines, some_lines
 from klue.contamination.index import BenchmarkIndex
 from klue.contamination.units import Hasher, tables, units_of
 
@@ -136,55 +135,78 @@ class ChunkScanner:
             ngrams = self.hasher.line_ngrams(text)
             hit, keys = self.index.lookup(ngrams.hashes)
             if len(hit):
-                texts = text.split("\n")
-                lines = list(range(chunk.first_line, chunk.first_line + len(texts)))
-                findings = self._findings(chunk, texts, lines, line_starts(chunk), ngrams.text[hit],
-                                          ngrams.position[hit], keys)
+                doc_of = ngrams.text[hit]
+                numbers = np.unique(doc_of).tolist()
+                texts, offsets = some_lines(chunk, numbers)
+                findings = self._findings(chunk, dict(zip(numbers, texts)),
+                                          {d: chunk.first_line + d for d in numbers}, dict(zip(numbers, offsets)),
+                                          doc_of, ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, count, findings)
 
-    def _findings(self, chunk: Chunk, texts: list[str], lines: list[int], offsets: list[int] | None,
-                  doc_of: np.ndarray, doc_position: np.ndarray, keys: np.ndarray) -> Findings:
+    def _findings(self, chunk: Chunk, texts: Mapping[int, str] | list[str], lines: Mapping[int, int] | list[int],
+                  offsets: Mapping[int, int] | list[int] | None, doc_of: np.ndarray, doc_position: np.ndarray,
+                  keys: np.ndarray) -> Findings:
+        """Each hit (document, position, index key) checked unit by unit and gathered per example; `texts`,
+        `lines` and `offsets` give at least the documents hit, by document number."""
         settings, index = self.index.settings, self.index
-        n = settings.n
-        # (document, example) -> [(part, example position, document position)], checked unit by unit
-        matches: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
-        hit_docs = sorted(set(doc_of.tolist()))
+        n, joiner, part_units = settings.n, settings.joiner, index.part_units
+        hit_docs = np.unique(doc_of).tolist()
         doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
         # every posting of every hit, gathered with numpy (one Python object per posting was most of the
         # time on a corpus with many hits)
         starts, ends = index.offsets[keys], index.offsets[keys + 1]
         counts = ends - starts
         posting = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        rows = zip(np.repeat(doc_of, counts).tolist(), np.repeat(doc_position, counts).tolist(),
-                   index.example_of[posting].tolist(), index.part_of[posting].tolist(),
-                   index.position_of[posting].tolist())
-        for doc, where, example, part, position in rows:
-            if index.part_units[example][part][position:position + n] == doc_units[doc][where:where + n]:
-                matches[(doc, example)].append((part, position, where))
+        columns = (np.repeat(doc_of, counts), np.repeat(doc_position, counts), index.example_of[posting],
+                   index.part_of[posting], index.position_of[posting])
+        ok = np.fromiter((part_units[e][p][q:q + n] == doc_units[d][w:w + n]
+                          for d, w, e, p, q in zip(*(c.tolist() for c in columns))), dtype=bool, count=len(posting))
+        if not ok.any():
+            return {}
+        # the checked matches ordered by (document, example, part, diagonal, position): a group is one example
+        # in one document, a run consecutive n-grams on one diagonal; the runs, the longest and the first
+        # match of each group in numpy (per-match Python was most of the time of a corpus with many hits)
+        doc, where, example, part, position = (c[ok] for c in columns)
+        diagonal = where - position
+        order = np.lexsort((position, diagonal, part, example, doc))
+        doc, where, example, part, position, diagonal = (a[order] for a in (doc, where, example, part, position,
+                                                                            diagonal))
+        group_start = np.ones(len(doc), dtype=bool)
+        group_start[1:] = (doc[1:] != doc[:-1]) | (example[1:] != example[:-1])
+        run_start = group_start.copy()
+        run_start[1:] |= (part[1:] != part[:-1]) | (diagonal[1:] != diagonal[:-1]) | (position[1:] != position[:-1] + 1)
+        group_of = np.cumsum(group_start) - 1
+        runs = np.flatnonzero(run_start)
+        run_units = np.diff(runs, append=len(doc)) + n - 1
+        # per group: the longest run, ties to the earliest part, then the earliest position
+        best = _first_per_group(np.lexsort((position[runs], part[runs], -run_units, group_of[runs])), group_of[runs])
+        longest, longest_units = runs[best].tolist(), run_units[best].tolist()
+        # per group: the first match in the document, ties to the earliest part, then the earliest position
+        first = _first_per_group(np.lexsort((position, part, where, group_of)), group_of).tolist()
+        groups = np.flatnonzero(group_start).tolist()
+        doc_l, example_l, part_l, position_l = doc.tolist(), example.tolist(), part.tolist(), position.tolist()
         joined: dict[int, str] = {}
         findings: Findings = {}
-        for (doc, example), found in sorted(matches.items()):
-            at = Location(chunk.file_index, lines[doc], chunk.shown, None if offsets is None else offsets[doc])
-            if doc not in joined:
-                joined[doc] = f"{settings.joiner}{settings.joiner.join(doc_units[doc])}{settings.joiner}"
-            result = self._found(example, found, joined[doc], at)
-            if example in findings:
-                findings[example].merge(result)
+        for g, (lo, hi) in enumerate(zip(groups, [*groups[1:], len(doc_l)])):
+            d, e = doc_l[lo], example_l[lo]
+            positions: dict[int, set[int]] = {}
+            for i in range(lo, hi):
+                positions.setdefault(part_l[i], set()).add(position_l[i])
+            parts = part_units[e]
+            r, size = longest[g], longest_units[g]
+            longest_text = joiner.join(parts[part_l[r]][position_l[r]:position_l[r] + size])
+            f = first[g]
+            first_text = joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n])
+            at = Location(chunk.file_index, lines[d], chunk.shown, None if offsets is None else offsets[d])
+            if d not in joined:
+                joined[d] = f"{joiner}{joiner.join(doc_units[d])}{joiner}"
+            with_answer = at if self._holds_answer(e, positions, joined[d]) else None
+            result = Found(positions, size, longest_text, at, at, first_text, with_answer)
+            if e in findings:
+                findings[e].merge(result)
             else:
-                findings[example] = result
+                findings[e] = result
         return findings
-
-    def _found(self, example: int, matches: list[tuple[int, int, int]], doc: str, at: Location) -> Found:
-        settings, n = self.index.settings, self.index.settings.n
-        parts = self.index.part_units[example]
-        positions: dict[int, set[int]] = defaultdict(set)
-        for part, position, _ in matches:
-            positions[part].add(position)
-        longest, longest_text = _longest_run(matches, parts, n, settings.joiner)
-        first_part, first_position, _ = min(matches, key=lambda m: (m[2], m[0], m[1]))
-        first_text = settings.joiner.join(parts[first_part][first_position:first_position + n])
-        with_answer = at if self._holds_answer(example, positions, doc) else None
-        return Found(dict(positions), longest, longest_text, at, at, first_text, with_answer)
 
     def _holds_answer(self, example: int, positions: dict[int, set[int]], text: str) -> bool:
         """Whether this document (its units joined, with a joiner at both ends) holds the example's whole input
@@ -201,22 +223,9 @@ class ChunkScanner:
         return all(f"{joiner}{answer}{joiner}" in text for answer in self.index.answer_texts[example])
 
 
-def _longest_run(matches: Iterable[tuple[int, int, int]], parts: list[list[str]], n: int,
-                 joiner: str) -> tuple[int, str]:
-    """The longest contiguous match in one document, in units, and its text: n-grams found at consecutive
-    positions of both the example part and the document make one match of (count + n - 1) units."""
-    by_diagonal: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for part, position, doc_position in matches:
-        by_diagonal[(part, doc_position - position)].append(position)
-    best = (0, -1, 0, 0)  # (units, -part, -start, ...): the longest, then the earliest part and position
-    for (part, _), starts in by_diagonal.items():
-        starts.sort()
-        run_start = previous = starts[0]
-        for position in [*starts[1:], -1]:  # -1 ends the last run
-            if position == previous + 1:
-                previous = position
-                continue
-            best = max(best, (previous - run_start + n, -part, -run_start, part))
-            run_start = previous = position
-    length, _, start, part = best
-    return length, joiner.join(parts[part][-start:-start + length])
+def _first_per_group(order: np.ndarray, group_of: np.ndarray) -> np.ndarray:
+    """The first of each group's items in `order` (a sort whose first key is the group), groups in order."""
+    grouped = group_of[order]
+    keep = np.ones(len(order), dtype=bool)
+    keep[1:] = grouped[1:] != grouped[:-1]
+    return order[keep]

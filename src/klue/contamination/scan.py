@@ -9,6 +9,7 @@ checked against the units themselves before it counts: a hash collision never ma
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,52 +164,72 @@ class ChunkScanner:
                           for d, w, e, p, q in zip(*(c.tolist() for c in columns))), dtype=bool, count=len(posting))
         if not ok.any():
             return {}
-        # the checked matches ordered by (document, example, part, diagonal, position): a group is one example
-        # in one document, a run consecutive n-grams on one diagonal; the runs, the longest and the first
-        # match of each group in numpy (per-match Python was most of the time of a corpus with many hits)
+        # the checked matches ordered by (example, document, part, diagonal, position): a group is one example in
+        # one document, a run consecutive n-grams on one diagonal; each example's positions, longest run, first
+        # match and first document with its answer once per chunk, in numpy where it can (per-match Python, and
+        # a result per document merged, were most of the time of a corpus with many hits)
         doc, where, example, part, position = (c[ok] for c in columns)
         diagonal = where - position
-        order = np.lexsort((position, diagonal, part, example, doc))
+        order = np.lexsort((position, diagonal, part, doc, example))
         doc, where, example, part, position, diagonal = (a[order] for a in (doc, where, example, part, position,
                                                                             diagonal))
-        group_start = np.ones(len(doc), dtype=bool)
-        group_start[1:] = (doc[1:] != doc[:-1]) | (example[1:] != example[:-1])
-        run_start = group_start.copy()
-        run_start[1:] |= (part[1:] != part[:-1]) | (diagonal[1:] != diagonal[:-1]) | (position[1:] != position[:-1] + 1)
-        group_of = np.cumsum(group_start) - 1
+        example_start = _starts(example)
+        group_start = example_start | _starts(doc)
+        run_start = group_start | _starts(part) | _starts(diagonal)
+        run_start[1:] |= position[1:] != position[:-1] + 1
         runs = np.flatnonzero(run_start)
         run_units = np.diff(runs, append=len(doc)) + n - 1
-        # per group: the longest run, ties to the earliest part, then the earliest position
-        best = _first_per_group(np.lexsort((position[runs], part[runs], -run_units, group_of[runs])), group_of[runs])
+        example_of_run = np.cumsum(example_start)[runs] - 1
+        # the longest run: ties to the earlier document (as Found.merge keeps), then part, then position
+        best = _first_per_group(np.lexsort((position[runs], part[runs], doc[runs], -run_units, example_of_run)),
+                                example_of_run)
         longest, longest_units = runs[best].tolist(), run_units[best].tolist()
-        # per group: the first match in the document, ties to the earliest part, then the earliest position
-        first = _first_per_group(np.lexsort((position, part, where, group_of)), group_of).tolist()
+        # the first match: the earliest document, then its earliest position, then part and position
+        example_of = np.cumsum(example_start) - 1
+        first = _first_per_group(np.lexsort((position, part, where, doc, example_of)), example_of).tolist()
+        # each example's positions per part: (example, part, position) sorted, a set per (example, part)
+        by_part = np.lexsort((position, part, example))
+        part_sorted, position_sorted = part[by_part], position[by_part].tolist()
+        part_bounds = np.flatnonzero(_starts(example[by_part]) | _starts(part_sorted)).tolist()
+        examples = np.flatnonzero(example_start).tolist()
         groups = np.flatnonzero(group_start).tolist()
         doc_l, example_l, part_l, position_l = doc.tolist(), example.tolist(), part.tolist(), position.tolist()
-        joined: dict[int, str] = {}
         findings: Findings = {}
-        for g, (lo, hi) in enumerate(zip(groups, [*groups[1:], len(doc_l)])):
-            d, e = doc_l[lo], example_l[lo]
+        joined: dict[int, str] = {}
+        p = 0
+        group = 0
+        for k, (lo, hi) in enumerate(itertools.pairwise([*examples, len(doc_l)])):
+            e = example_l[lo]
             positions: dict[int, set[int]] = {}
-            for i in range(lo, hi):
-                positions.setdefault(part_l[i], set()).add(position_l[i])
+            while p < len(part_bounds) and part_bounds[p] < hi:
+                end = part_bounds[p + 1] if p + 1 < len(part_bounds) else len(doc_l)
+                positions[int(part_sorted[part_bounds[p]])] = set(position_sorted[part_bounds[p]:end])
+                p += 1
             parts = part_units[e]
-            r, size = longest[g], longest_units[g]
-            longest_text = joiner.join(parts[part_l[r]][position_l[r]:position_l[r] + size])
-            f = first[g]
-            first_text = joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n])
-            at = Location(chunk.file_index, lines[d], chunk.shown, None if offsets is None else offsets[d])
-            if d not in joined:
-                joined[d] = f"{joiner}{joiner.join(doc_units[d])}{joiner}"
-            with_answer = at if self._holds_answer(e, positions, joined[d]) else None
-            result = Found(positions, size, longest_text, at, at, first_text, with_answer)
-            if e in findings:
-                findings[e].merge(result)
-            else:
-                findings[e] = result
+            r, size, f = longest[k], longest_units[k], first[k]
+            with_answer = None
+            while group < len(groups) and groups[group] < hi:  # each document of the example, in order
+                g_lo = groups[group]
+                g_hi = groups[group + 1] if group + 1 < len(groups) else len(doc_l)
+                group += 1
+                d = doc_l[g_lo]
+                if with_answer is None:
+                    if d not in joined:
+                        joined[d] = f"{joiner}{joiner.join(doc_units[d])}{joiner}"
+                    if self._holds_answer(e, set(part_l[g_lo:g_hi]), joined[d]):
+                        with_answer = self._location(chunk, lines, offsets, d)
+            findings[e] = Found(positions, size, joiner.join(parts[part_l[r]][position_l[r]:position_l[r] + size]),
+                                self._location(chunk, lines, offsets, doc_l[r]),
+                                self._location(chunk, lines, offsets, doc_l[f]),
+                                joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n]), with_answer)
         return findings
 
-    def _holds_answer(self, example: int, positions: dict[int, set[int]], text: str) -> bool:
+    @staticmethod
+    def _location(chunk: Chunk, lines: Mapping[int, int] | list[int], offsets: Mapping[int, int] | list[int] | None,
+                  doc: int) -> Location:
+        return Location(chunk.file_index, lines[doc], chunk.shown, None if offsets is None else offsets[doc])
+
+    def _holds_answer(self, example: int, found_parts: set[int], text: str) -> bool:
         """Whether this document (its units joined, with a joiner at both ends) holds the example's whole input
         and its answer: each input part long enough for an n-gram has one here, each shorter part and each
         answer part is here as it is (whole units)."""
@@ -216,11 +237,18 @@ class ChunkScanner:
         joiner = settings.joiner
         for part, part_units in enumerate(self.index.part_units[example]):
             if len(part_units) >= settings.n:
-                if not positions.get(part):
+                if part not in found_parts:
                     return False
             elif part_units and f"{joiner}{joiner.join(part_units)}{joiner}" not in text:
                 return False
         return all(f"{joiner}{answer}{joiner}" in text for answer in self.index.answer_texts[example])
+
+
+def _starts(values: np.ndarray) -> np.ndarray:
+    """Where a sorted array's value changes (the first item included)."""
+    changed = np.ones(len(values), dtype=bool)
+    changed[1:] = values[1:] != values[:-1]
+    return changed
 
 
 def _first_per_group(order: np.ndarray, group_of: np.ndarray) -> np.ndarray:

@@ -208,12 +208,14 @@ class ChunkScanner:
             parts = part_units[e]
             r, size, f = longest[k], longest_units[k], first[k]
             with_answer = None
+            # no document can hold the whole input when a part long enough for an n-gram has none in any
+            hopeless = any(len(units) >= n and i not in positions for i, units in enumerate(parts))
             while group < len(groups) and groups[group] < hi:  # each document of the example, in order
                 g_lo = groups[group]
                 g_hi = groups[group + 1] if group + 1 < len(groups) else len(doc_l)
                 group += 1
                 d = doc_l[g_lo]
-                if with_answer is None:
+                if with_answer is None and not hopeless:
                     if d not in joined:
                         joined[d] = f"{joiner}{joiner.join(doc_units[d])}{joiner}"
                     if self._holds_answer(e, set(part_l[g_lo:g_hi]), joined[d]):

@@ -8,7 +8,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from klue.contamination.units import Hasher, Settings, normalised, units
+from klue.contamination.units import Hasher, Settings, codepoints, line_codepoints, normalised, units
 from klue.errors import DataError
 
 
@@ -54,6 +54,22 @@ def test_positions_count_units_within_each_text() -> None:
     ngrams = Hasher(Settings("char", 2, "klue")).ngrams(["가 나다", "라마"])
     assert list(zip(ngrams.text.tolist(), ngrams.position.tolist())) == [(0, 0), (0, 1), (1, 0)]
     assert ngrams.hashes.dtype == np.uint64
+
+
+@pytest.mark.parametrize("first", [0, 1, 3])
+def test_a_chunks_lines_needing_nfc_are_fixed_in_place(first: int) -> None:
+    """A plain-text chunk's lines that need NFC or a fold of several characters are normalised where they stand:
+    the same code points and line starts as normalising every line apart."""
+    lines = ["한국어 문장입니다", "", "다른 줄", "STRASSE 끝"]
+    lines.insert(first, unicodedata.normalize("NFD", "한글 ßig Ǆ") + " 뒤")
+    lines.append(unicodedata.normalize("NFD", "마지막 줄"))
+    text = "\n".join(lines)
+    points, starts = line_codepoints(text, "klue")
+    expected_points, expected_starts = codepoints(lines, "klue")
+    assert points.tolist() == expected_points.tolist() and starts.tolist() == expected_starts.tolist()
+    hasher = Hasher(Settings("eojeol", 2, "klue"))
+    by_line, apart = hasher.line_ngrams(text), hasher.ngrams(lines)
+    assert by_line.hashes.tolist() == apart.hashes.tolist() and by_line.text.tolist() == apart.text.tolist()
 
 
 def test_settings_checked_with_the_option_named() -> None:

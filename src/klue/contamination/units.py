@@ -151,10 +151,28 @@ def line_codepoints(text: str, normalise: Normalisation) -> tuple[np.ndarray, np
     a newline is a break like the space `codepoints` joins texts with, so the layout is the same."""
     table = tables(normalise)
     raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    if normalise == "klue" and table.slow[raw].any():
-        return codepoints(text.split("\n"), normalise)
-    starts = np.concatenate(([0], np.flatnonzero(raw == 10) + 1))
-    return _folded(raw, starts, table)
+    newlines = np.flatnonzero(raw == 10)
+    if normalise == "klue":
+        slow = np.flatnonzero(table.slow[raw])
+        if len(slow):
+            raw, newlines = _normalised_lines(text, raw, newlines, slow)
+    return _folded(raw, np.concatenate(([0], newlines + 1)), table)
+
+
+def _normalised_lines(text: str, raw: np.ndarray, newlines: np.ndarray, slow: np.ndarray) -> tuple[np.ndarray,
+                                                                                                   np.ndarray]:
+    """`raw` (the code points of `text`) with the lines holding a character of `slow` replaced by their NFC
+    casefold, and its newlines: only those lines go through Python and are encoded again (splitting, joining
+    and encoding the whole chunk again cost as much as hashing it, measured), and a line keeps its place."""
+    ends = np.append(newlines, len(raw))  # line i is raw[ends[i - 1] + 1:ends[i]]
+    pieces, at = [], 0
+    for line in np.unique(np.searchsorted(newlines, slow)).tolist():
+        start, end = (int(ends[line - 1]) + 1 if line else 0), int(ends[line])
+        fixed = unicodedata.normalize("NFC", text[start:end]).casefold()
+        pieces += [raw[at:start], np.frombuffer(fixed.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
+        at = end
+    raw = np.concatenate([*pieces, raw[at:]])
+    return raw, np.flatnonzero(raw == 10)
 
 
 def _folded(raw: np.ndarray, starts: np.ndarray, table: Tables) -> tuple[np.ndarray, np.ndarray]:

@@ -153,66 +153,25 @@ class ChunkScanner:
         n, joiner, part_units = settings.n, settings.joiner, index.part_units
         hit_docs = np.unique(doc_of).tolist()
         doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
-        # every posting of every hit, gathered with numpy (one Python object per posting was most of the
-        # time on a corpus with many hits)
-        starts, ends = index.offsets[keys], index.offsets[keys + 1]
-        counts = ends - starts
-        posting = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        columns = (np.repeat(doc_of, counts), np.repeat(doc_position, counts), index.example_of[posting],
-                   index.part_of[posting], index.position_of[posting])
-        ok = np.fromiter((part_units[e][p][q:q + n] == doc_units[d][w:w + n]
-                          for d, w, e, p, q in zip(*(c.tolist() for c in columns))), dtype=bool, count=len(posting))
-        if not ok.any():
+        matches = self._checked(doc_units, doc_of, doc_position, keys)
+        if matches is None:
             return {}
-        # the checked matches ordered by (example, document, part, diagonal, position): a group is one example in
-        # one document, a run consecutive n-grams on one diagonal; each example's positions, longest run, first
-        # match and first document with its answer once per chunk, in numpy where it can (per-match Python, and
-        # a result per document merged, were most of the time of a corpus with many hits)
-        doc, where, example, part, position = (c[ok] for c in columns)
-        diagonal = where - position
-        order = np.lexsort((position, diagonal, part, doc, example))
-        doc, where, example, part, position, diagonal = (a[order] for a in (doc, where, example, part, position,
-                                                                            diagonal))
-        example_start = _starts(example)
-        group_start = example_start | _starts(doc)
-        run_start = group_start | _starts(part) | _starts(diagonal)
-        run_start[1:] |= position[1:] != position[:-1] + 1
-        runs = np.flatnonzero(run_start)
-        run_units = np.diff(runs, append=len(doc)) + n - 1
-        example_of_run = np.cumsum(example_start)[runs] - 1
-        # the longest run: ties to the earlier document (as Found.merge keeps), then part, then position
-        best = _first_per_group(np.lexsort((position[runs], part[runs], doc[runs], -run_units, example_of_run)),
-                                example_of_run)
-        longest, longest_units = runs[best].tolist(), run_units[best].tolist()
-        # the first match: the earliest document, then its earliest position, then part and position
-        example_of = np.cumsum(example_start) - 1
-        first = _first_per_group(np.lexsort((position, part, where, doc, example_of)), example_of).tolist()
-        # each example's positions per part: (example, part, position) sorted, a set per (example, part)
-        by_part = np.lexsort((position, part, example))
-        part_sorted, position_sorted = part[by_part], position[by_part].tolist()
-        part_bounds = np.flatnonzero(_starts(example[by_part]) | _starts(part_sorted)).tolist()
-        examples = np.flatnonzero(example_start).tolist()
-        groups = np.flatnonzero(group_start).tolist()
-        doc_l, example_l, part_l, position_l = doc.tolist(), example.tolist(), part.tolist(), position.tolist()
+        summary = _summarise(matches, n)
+        doc_l, part_l, position_l = matches.doc.tolist(), matches.part.tolist(), matches.position.tolist()
         findings: Findings = {}
         joined: dict[int, str] = {}
-        p = 0
         group = 0
-        for k, (lo, hi) in enumerate(itertools.pairwise([*examples, len(doc_l)])):
-            e = example_l[lo]
-            positions: dict[int, set[int]] = {}
-            while p < len(part_bounds) and part_bounds[p] < hi:
-                end = part_bounds[p + 1] if p + 1 < len(part_bounds) else len(doc_l)
-                positions[int(part_sorted[part_bounds[p]])] = set(position_sorted[part_bounds[p]:end])
-                p += 1
+        for k, (lo, hi) in enumerate(itertools.pairwise([*summary.examples, len(doc_l)])):
+            e = int(matches.example[lo])
+            positions = summary.positions[k]
             parts = part_units[e]
-            r, size, f = longest[k], longest_units[k], first[k]
+            r, size, f = summary.longest[k], summary.longest_units[k], summary.first[k]
             with_answer = None
             # no document can hold the whole input when a part long enough for an n-gram has none in any
             hopeless = any(len(units) >= n and i not in positions for i, units in enumerate(parts))
-            while group < len(groups) and groups[group] < hi:  # each document of the example, in order
-                g_lo = groups[group]
-                g_hi = groups[group + 1] if group + 1 < len(groups) else len(doc_l)
+            while group < len(summary.groups) and summary.groups[group] < hi:  # the example's documents, in order
+                g_lo = summary.groups[group]
+                g_hi = summary.groups[group + 1] if group + 1 < len(summary.groups) else len(doc_l)
                 group += 1
                 d = doc_l[g_lo]
                 if with_answer is None and not hopeless:
@@ -225,6 +184,25 @@ class ChunkScanner:
                                 self._location(chunk, lines, offsets, doc_l[f]),
                                 joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n]), with_answer)
         return findings
+
+    def _checked(self, doc_units: dict[int, list[str]], doc_of: np.ndarray, doc_position: np.ndarray,
+                 keys: np.ndarray) -> Matches | None:
+        """Every posting of every hit whose n units are the example's (None if none is), gathered with numpy
+        (one Python object per posting was most of the time on a corpus with many hits)."""
+        index, n = self.index, self.index.settings.n
+        part_units = index.part_units
+        starts, ends = index.offsets[keys], index.offsets[keys + 1]
+        counts = ends - starts
+        posting = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        columns = (np.repeat(doc_of, counts), np.repeat(doc_position, counts), index.example_of[posting],
+                   index.part_of[posting], index.position_of[posting])
+        ok = np.fromiter((part_units[e][p][q:q + n] == doc_units[d][w:w + n]
+                          for d, w, e, p, q in zip(*(c.tolist() for c in columns))), dtype=bool, count=len(posting))
+        if not ok.any():
+            return None
+        doc, where, example, part, position = (c[ok] for c in columns)
+        order = np.lexsort((position, where - position, part, doc, example))
+        return Matches(doc[order], where[order], example[order], part[order], position[order])
 
     @staticmethod
     def _location(chunk: Chunk, lines: Mapping[int, int] | list[int], offsets: Mapping[int, int] | list[int] | None,
@@ -244,6 +222,58 @@ class ChunkScanner:
             elif part_units and f"{joiner}{joiner.join(part_units)}{joiner}" not in text:
                 return False
         return all(f"{joiner}{answer}{joiner}" in text for answer in self.index.answer_texts[example])
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A chunk's checked matches, ordered by (example, document, part, diagonal, position): a group is one
+    example in one document, a run consecutive n-grams on one diagonal (where - position)."""
+
+    doc: np.ndarray
+    where: np.ndarray  # the n-gram's first unit in the document
+    example: np.ndarray
+    part: np.ndarray
+    position: np.ndarray  # the n-gram's first unit in the example's part
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Per example of a chunk's matches (in their order): where its matches start, its positions per part, its
+    longest run (a match index and its length in units) and its first match; and where each group starts."""
+
+    examples: list[int]
+    positions: list[dict[int, set[int]]]
+    longest: list[int]
+    longest_units: list[int]
+    first: list[int]
+    groups: list[int]
+
+
+def _summarise(matches: Matches, n: int) -> Summary:
+    """Each example's positions, longest run and first match once per chunk, in numpy (per-match Python, and a
+    result per document merged, were most of the time of a corpus with many hits)."""
+    doc, where, example, part, position = matches.doc, matches.where, matches.example, matches.part, matches.position
+    example_start = _starts(example)
+    group_start = example_start | _starts(doc)
+    run_start = group_start | _starts(part) | _starts(where - position)
+    run_start[1:] |= position[1:] != position[:-1] + 1
+    runs = np.flatnonzero(run_start)
+    run_units = np.diff(runs, append=len(doc)) + n - 1
+    example_of = np.cumsum(example_start) - 1
+    # the longest run: ties to the earlier document (as Found.merge keeps), then part, then position
+    best = _first_per_group(np.lexsort((position[runs], part[runs], doc[runs], -run_units, example_of[runs])),
+                            example_of[runs])
+    # the first match: the earliest document, then its earliest position, then part and position
+    first = _first_per_group(np.lexsort((position, part, where, doc, example_of)), example_of)
+    # each example's positions per part: (example, part, position) sorted, a set per (example, part)
+    by_part = np.lexsort((position, part, example))
+    example_sorted, part_sorted, position_sorted = example_of[by_part], part[by_part], position[by_part].tolist()
+    bounds = np.flatnonzero(_starts(example_sorted) | _starts(part_sorted)).tolist()
+    positions: list[dict[int, set[int]]] = [{} for _ in range(int(example_of[-1]) + 1)]
+    for lo, hi in itertools.pairwise([*bounds, len(position_sorted)]):
+        positions[int(example_sorted[lo])][int(part_sorted[lo])] = set(position_sorted[lo:hi])
+    return Summary(np.flatnonzero(example_start).tolist(), positions, runs[best].tolist(), run_units[best].tolist(),
+                   first.tolist(), np.flatnonzero(group_start).tolist())
 
 
 def _starts(values: np.ndarray) -> np.ndarray:

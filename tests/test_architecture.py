@@ -21,7 +21,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"leaderboard"}),
     frozenset({"benchmark", "reporting"}),
     frozenset({"families"}),
-    frozenset({"training", "llm", "embed", "pretraining", "baselines"}),
+    frozenset({"training", "llm", "embed", "contamination", "pretraining", "baselines"}),
     frozenset({"registry", "protocols", "scoring", "predictions", "results", "validate"}),
     frozenset({"tasks"}),
     frozenset({"metrics", "models", "text"}),

@@ -415,3 +415,34 @@ def test_a_run_that_generates_for_want_of_log_likelihoods_records_it(fake_server
                       settings=LlmSettings(method=asked, progress=False), backend=backend(server))
         assert results.llm is not None and results.llm.mode == "generate"
         assert results.llm.instead_of_loglik is fallback
+
+
+# -- per-token scores of a text (klue.contamination.mink) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["", "bos", "dummy"])
+def test_token_scores_are_the_echoed_prompt_log_probs(fake_server: Start, prefix: str) -> None:
+    from klue.llm.backends.base import TokenScoresRequest
+
+    server = fake_server(prefix=prefix)
+    client = backend(server)
+    assert client.gives_token_scores and not client.gives_distributions
+    text = "서울은 대한민국의 수도이다."
+    [result] = client.token_scores([TokenScoresRequest(text)])
+    pieces = server.tokens(text)
+    # the first token has no context (a null log-prob): with a BOS that is the BOS, and every text token is scored
+    assert result.logprobs == pytest.approx([toy_logprob(p) for p in pieces[1:]])
+    words = len(server.tokens(text)) - (prefix == "bos")
+    assert len(result.logprobs) == (words if prefix == "bos" else words - 1)
+    assert result.means is None
+    with pytest.raises(BackendError, match="in-process backend"):
+        client.token_scores([TokenScoresRequest(text, distribution=True)])
+
+
+def test_token_scores_are_refused_where_the_echo_is_shifted(fake_server: Start) -> None:
+    from klue.llm.backends.base import TokenScoresRequest
+
+    client = backend(fake_server(shifted=True))
+    assert not client.gives_token_scores
+    with pytest.raises(BackendError, match="no usable prompt log-probs"):
+        client.token_scores([TokenScoresRequest("문장")])

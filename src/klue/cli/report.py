@@ -13,6 +13,7 @@ from klue.errors import DataError
 
 if TYPE_CHECKING:
     from klue.reporting.aggregate import Aggregate
+    from klue.reporting.contamination import Scan
 
 # html: the page; md: the Markdown leaderboard; the rest for other tools (klue.reporting.exports)
 FORMATS = ("html", "md", "model-index", "json", "csv")
@@ -33,6 +34,13 @@ def report(
                                            "intervals).")] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling (the same seed, the same "
                                       "intervals).")] = 0,
+    contamination: Annotated[Path | None, typer.Option(
+        "--contamination", help="A `klue contamination scan --out` directory: each row's score on the examples "
+        "the scan found clean, with its interval, beside the full score, and whether they differ.",
+        show_default=False)] = None,
+    contamination_by: Annotated[str, typer.Option(
+        "--contamination-by", help="Which dirtiness leaves an example out of the clean subset: input (its "
+        "input found in the corpus) or with_answer (its input and answer found together).")] = "input",
 ) -> None:
     """Build the leaderboard and report from a benchmark directory.
 
@@ -51,9 +59,14 @@ def report(
     target = output or (directory / REPORT_FILE if format == "html" else None)
     if target is not None:
         check_output_file(target, "--output")
+    scan = None
+    if contamination is not None:
+        from klue.reporting.contamination import read_scan
+
+        scan = read_scan(contamination, contamination_by)
     agg = load_aggregate(directory)
     if format != "html":
-        text = _text(format, agg, resamples, seed)
+        text = _text(format, agg, resamples, seed, scan)
         if output is None:
             sys.stdout.write(text)
         else:
@@ -61,18 +74,19 @@ def report(
             stderr.print(f"{'model-index' if format == 'model-index' else 'leaderboard'} written to {output}")
         return
     assert target is not None  # html always has a target
-    write_report(agg, target, resamples, seed)
+    write_report(agg, target, resamples, seed, scan)
     stderr.print(f"report written to {target}")
 
 
-def _text(format: str, agg: Aggregate, resamples: int, seed: int) -> str:
-    """The leaderboard of `agg` as text in `format` (any but html)."""
+def _text(format: str, agg: Aggregate, resamples: int, seed: int, scan: Scan | None) -> str:
+    """The leaderboard of `agg` as text in `format` (any but html); the clean-subset scores of `scan` go into
+    the Markdown leaderboard."""
     from klue.reporting.exports import leaderboard_csv, leaderboard_json, model_index_text
     from klue.reporting.leaderboard import build_leaderboard, to_markdown
 
     if format == "model-index":  # the means as measured: no resampling needed
         return model_index_text(agg)
-    board = build_leaderboard(agg, resamples, seed)
+    board = build_leaderboard(agg, resamples, seed, scan if format == "md" else None)
     if format == "md":
         return to_markdown(board)
     return leaderboard_json(agg, board) if format == "json" else leaderboard_csv(agg, board)

@@ -34,6 +34,8 @@ from klue.llm.backends.base import (
     GenerateResult,
     LoglikRequest,
     LoglikResult,
+    TokenScoresRequest,
+    TokenScoresResult,
     Usage,
 )
 
@@ -43,9 +45,10 @@ DEFAULT_CHUNK = 32  # requests per call to a backend that cannot hand answers ov
 
 LOGLIK = "loglik"
 GENERATE = "generate"
+TOKEN_SCORES = "token_scores"
 
-Request = LoglikRequest | GenerateRequest
-R = TypeVar("R", LoglikResult, GenerateResult)
+Request = LoglikRequest | GenerateRequest | TokenScoresRequest
+R = TypeVar("R", LoglikResult, GenerateResult, TokenScoresResult)
 
 
 def canonical_json(value: Any) -> str:
@@ -147,6 +150,9 @@ class CachedBackend:
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         return self._answer(GENERATE, requests, self.backend.generate, GenerateResult)
+
+    def token_scores(self, requests: Sequence[TokenScoresRequest]) -> list[TokenScoresResult]:
+        return self._answer(TOKEN_SCORES, requests, self.backend.token_scores, TokenScoresResult)
 
     def close(self) -> None:
         try:

@@ -1,6 +1,7 @@
 """The HTML report: one self-contained file (inline CSS, inline SVG charts, a few lines of inline JS).
 
-Sections: the leaderboard; task scores against the paper; one section per task (its rows with every
+Sections: the leaderboard; how the prompted LMs were run; scores on the clean subset of a contamination
+scan (`--contamination`); task scores against the paper; one section per task (its rows with every
 metric, a chart against the paper, confusion heatmaps, per-class/type bars, learning curves); failed
 cells; and the provenance of every number (data files and hashes, protocol, metric mode, recipe, seed,
 library versions, git revision). Nothing is fetched from a network.
@@ -19,6 +20,7 @@ from klue.io import provenance
 from klue.metrics.resampling import Estimate
 from klue.reporting import svg
 from klue.reporting.aggregate import Aggregate, Row, Stat, TaskInfo
+from klue.reporting.contamination import CONTAMINATION_TITLE, Scan
 from klue.reporting.intervals import REPORT_RESAMPLES, interval_text
 from klue.reporting.leaderboard import (
     NOT_APPLICABLE,
@@ -74,9 +76,10 @@ def _stat_html(stat: Stat | None, estimate: Estimate | None = None) -> str:
 
 
 class _Page:
-    def __init__(self, agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> None:
+    def __init__(self, agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0,
+                 scan: Scan | None = None) -> None:
         self.agg = agg
-        self.board = build_leaderboard(agg, n_resamples, seed)
+        self.board = build_leaderboard(agg, n_resamples, seed, scan)
         self.intervals = self.board.intervals
         self.models = sorted({r.model for r in agg.rows} | {r.model for _, r in agg.failures},
                              key=lambda m: next((i for i, e in enumerate(agg.entries) if e.model == m), 99))
@@ -89,10 +92,12 @@ class _Page:
     # -- the page -----------------------------------------------------------------------------------
     def render(self) -> str:
         tasks_with_rows = [t for t in self.agg.tasks.values() if self.agg.rows_for(t.name)]
-        sections = [self.header(), self.summary(), self.leaderboard(), self.llm_runs(), self.overview()]
+        sections = [self.header(), self.summary(), self.leaderboard(), self.llm_runs(), self.contamination(),
+                    self.overview()]
         sections += [self.task_section(t) for t in tasks_with_rows]
         sections += [self.failures(), self.provenance(), self.definitions()]
-        nav = ('<a href="#llm-runs">LLM runs</a>' if self.board.llm_runs is not None else "") + "".join(
+        nav = ('<a href="#llm-runs">LLM runs</a>' if self.board.llm_runs is not None else "") + (
+            '<a href="#contamination">Clean subset</a>' if self.board.contamination is not None else "") + "".join(
             f'<a href="#task-{t.name}">{_e(task_label(t))}</a>' for t in tasks_with_rows)
         return (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -211,6 +216,26 @@ class _Page:
                 f'</p><div class="scroll"><table class="rows llm">'
                 f'<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div><ul class="notes">{notes}</ul>'
                 f'</section>')
+
+    def contamination(self) -> str:
+        """Each row's score on the clean subset of a contamination scan (klue.reporting.contamination)."""
+        table = self.board.contamination
+        if table is None:
+            return ""
+        head = "".join(f"<th>{_e(h)}</th>" for h in table.headers)
+        body = []
+        for line in table.lines:
+            cells = line.cells()
+            sig = ' class="versus sig"' if line.differs == "yes" else ""
+            body.append(f'<tr><td>{_e(cells[0])}</td><td class="model"><a href="#{row_anchor(line.row)}">'
+                        f'{_e(cells[1])}</a></td>' + "".join(f'<td class="n">{_e(c)}</td>' for c in cells[2:-1])
+                        + f"<td{sig}>{_e(cells[-1])}</td></tr>")
+        notes = "".join(f"<li>{_e(n)}</li>" for n in table.notes)
+        return (f'<section id="contamination"><h2>{_e(CONTAMINATION_TITLE)}</h2><p class="explain">Per row, the '
+                f'task score on the examples the contamination scan found clean, beside the score on every '
+                f'example, and whether they differ.</p><div class="scroll"><table class="rows">'
+                f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+                f'<ul class="notes">{notes}</ul></section>')
 
     def overview(self) -> str:
         groups = []
@@ -543,15 +568,18 @@ def _figure(title: str, content: str, caption: str) -> str:
             f'{content}</figure>')
 
 
-def render_report(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> str:
-    """The page; intervals and neighbour tests from `n_resamples` bootstrap resamples (0: none)."""
-    return _Page(agg, n_resamples, seed).render()
+def render_report(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0,
+                  scan: Scan | None = None) -> str:
+    """The page; intervals and neighbour tests from `n_resamples` bootstrap resamples (0: none); with `scan`,
+    each row's score on its clean subset."""
+    return _Page(agg, n_resamples, seed, scan).render()
 
 
-def write_report(agg: Aggregate, path: Path, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> None:
+def write_report(agg: Aggregate, path: Path, n_resamples: int = REPORT_RESAMPLES, seed: int = 0,
+                 scan: Scan | None = None) -> None:
     from klue.io.atomic import write_text_atomic
 
-    write_text_atomic(path, render_report(agg, n_resamples, seed))
+    write_text_atomic(path, render_report(agg, n_resamples, seed, scan))
 
 
 _CSS = """

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from klue.reporting.aggregate import Aggregate, Entry, Row, TaskInfo
 from klue.reporting.intervals import REPORT_RESAMPLES, Intervals, compute_intervals, interval_text
 from klue.reporting.llm_runs import GENERATED_MARK, LLM_RUNS_TITLE, LlmRunsTable, build_llm_runs, generated
+
+if TYPE_CHECKING:
+    from klue.reporting.contamination import CleanTable, Scan
 
 CellKind = Literal["value", "partial", "failed", "missing", "reference", "text"]
 
@@ -83,6 +86,7 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
     intervals: Intervals | None = None
     llm_runs: LlmRunsTable | None = None  # how the prompted LMs were run, where the report has any
+    contamination: CleanTable | None = None  # scores on the clean subset of a contamination scan, where given
 
 
 def _task_cell(entry: Entry, info: TaskInfo, intervals: Intervals | None = None) -> Cell:
@@ -155,9 +159,10 @@ def _protocol_text(entry: Entry) -> str:
     return ", ".join(protocols) if protocols else "—"
 
 
-def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0) -> Leaderboard:
+def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed: int = 0,
+                      scan: Scan | None = None) -> Leaderboard:
     """The leaderboard of `agg`, with 95% bootstrap intervals and neighbour tests from `n_resamples`
-    resamples of the runs' stored statistics (0: none)."""
+    resamples of the runs' stored statistics (0: none); with `scan`, each row's score on its clean subset."""
     intervals = compute_intervals(agg, n_resamples, seed) if n_resamples else None
     tasks = list(agg.tasks.values())
     headers = [f"{task_label(t)} ({' / '.join(metric_label(m) for m in t.main_metrics)})" for t in tasks]
@@ -204,7 +209,12 @@ def build_leaderboard(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
     if intervals is not None and intervals.without_statistics:
         notes.append(f"{len(intervals.without_statistics)} run(s) have no per-example statistics (scored before "
                      "klue kept them): their rows show no interval.")
-    return Leaderboard(tasks, headers, lines, notes, intervals, build_llm_runs(agg))
+    contamination = None
+    if scan is not None:
+        from klue.reporting.contamination import build_clean_table
+
+        contamination = build_clean_table(agg, scan, n_resamples, seed)
+    return Leaderboard(tasks, headers, lines, notes, intervals, build_llm_runs(agg), contamination)
 
 
 def _llm_notes(agg: Aggregate) -> list[str]:
@@ -263,6 +273,8 @@ def to_markdown(board: Leaderboard) -> str:
     out += [f"- {md_html(note)}" for note in board.notes]  # our prose, with code spans; may quote names
     if board.llm_runs is not None:
         out += ["", *llm_runs_markdown(board.llm_runs)]
+    if board.contamination is not None:
+        out += ["", *clean_markdown(board.contamination)]
     return "\n".join(out) + "\n"
 
 
@@ -271,6 +283,18 @@ def llm_runs_markdown(table: LlmRunsTable) -> list[str]:
     out = [f"## {LLM_RUNS_TITLE}", "", "| " + " | ".join(table.headers) + " |",
            "|" + "|".join("---" for _ in table.headers) + "|"]
     out += ["| " + " | ".join(md_text(c) for c in line.cells) + " |" for line in table.lines]
+    out.append("")
+    out += [f"- {md_html(note)}" for note in table.notes]
+    return out
+
+
+def clean_markdown(table: CleanTable) -> list[str]:
+    """The Markdown lines of the clean-subset table (klue.reporting.contamination; a section of `to_markdown`)."""
+    from klue.reporting.contamination import CONTAMINATION_TITLE
+
+    out = [f"## {CONTAMINATION_TITLE}", "", "| " + " | ".join(table.headers) + " |",
+           "|" + "|".join(["---"] * 3 + ["---:"] * (len(table.headers) - 3)) + "|"]
+    out += ["| " + " | ".join(md_text(c) for c in line.cells()) + " |" for line in table.lines]
     out.append("")
     out += [f"- {md_html(note)}" for note in table.notes]
     return out

@@ -127,6 +127,29 @@ class Recipe:
     large: Mapping[str, Any] = field(default_factory=dict)
 
 
+# ----------------------------------------------------------------------------------- contamination
+
+
+@dataclass(frozen=True)
+class ExampleText:
+    """An example's text as an overlap check reads it (docs/contamination.md): its input parts (what a model
+    is shown) and its answer parts (what it must produce), each a separate text, since a corpus need not
+    hold them side by side in the order the task's file does."""
+
+    input: tuple[str, ...]
+    answer: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TextFields(Generic[RecordT]):
+    """Which fields of a task's record are input and which are answer, for `klue contamination`: the names
+    (as the task's files call them, for reports) and the function that gives a record's texts in that order."""
+
+    input: tuple[str, ...]  # ("premise", "hypothesis")
+    answer: tuple[str, ...]  # ("gold_label",)
+    text: Callable[[RecordT], ExampleText]
+
+
 # ------------------------------------------------------------------------------------------------ task
 
 
@@ -207,6 +230,14 @@ class Task(Generic[RecordT, PredictionT]):
     # without one says why in `no_embedding` (one sentence: `klue embed` refuses it and the report shows it)
     embedding: str | None = None
     no_embedding: str | None = None
+    # which fields are the input and which the answer, for overlap checks (klue.contamination)
+    text_fields: TextFields[RecordT] | None = None
+
+    def example_text(self, record: RecordT) -> ExampleText:
+        """The input and answer texts of `record` (its `text_fields`); DataError when the task declares none."""
+        if self.text_fields is None:
+            raise DataError(f"task {self.name!r} declares no input and answer fields (text_fields)")
+        return self.text_fields.text(record)
 
     def file(self, role: FileRole) -> OfficialFile | None:
         return next((f for f in self.files if f.role == role), None)

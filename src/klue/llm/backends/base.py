@@ -53,6 +53,35 @@ class LoglikResult:
 
 
 @dataclass(frozen=True)
+class TokenScoresRequest:
+    """The log-probability of each token of `text` given the tokens before it (membership signals such as
+    Min-K% Prob, klue.contamination.mink); with `distribution`, also the mean and variance of log p over each
+    position's whole next-token distribution (Min-K%++: a backend with `gives_distributions` only)."""
+
+    text: str
+    distribution: bool = False
+
+
+@dataclass(frozen=True)
+class TokenScoresResult:
+    """Per scored token, in order: `logprobs[i]` = log p(token i+1 | tokens 0..i) of the text's tokens (special
+    tokens the tokenizer adds included as context: with a BOS every text token is scored, without one the
+    first is not, having no context); `means`/`variances`: E[log p] and Var[log p] under that position's
+    next-token distribution (None unless asked for). `n_truncated`: tokens cut off the end to fit the model."""
+
+    logprobs: tuple[float, ...]
+    means: tuple[float, ...] | None = None
+    variances: tuple[float, ...] | None = None
+    n_truncated: int = 0
+
+    def __post_init__(self) -> None:  # the request cache hands back JSON lists: stored as tuples all the same
+        for name in ("logprobs", "means", "variances"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(float(v) for v in value))
+
+
+@dataclass(frozen=True)
 class GenerateRequest:
     """Greedy generation from a completion `prompt` or chat `messages` (exactly one is given)."""
 
@@ -135,6 +164,14 @@ class Backend(Protocol):
     streams_results: bool
     renders_chat: bool  # whether `chat_prompt` gives a chat as the prompt text (chat-form log-likelihood)
     @property
+    def gives_token_scores(self) -> bool:
+        """Whether `token_scores` answers (per-token log-probs of a text)."""
+
+    @property
+    def gives_distributions(self) -> bool:
+        """Whether `token_scores` also gives the next-token distributions' moments (in process)."""
+
+    @property
     def token_counter(self) -> str:
         """How `count_tokens` counts: a server endpoint, the model's tokenizer, or an estimate."""
 
@@ -150,6 +187,9 @@ class Backend(Protocol):
     def generate(self, requests: Sequence[GenerateRequest],
                  on_result: ResultSink | None = None) -> list[GenerateResult]: ...
 
+    def token_scores(self, requests: Sequence[TokenScoresRequest],
+                     on_result: ResultSink | None = None) -> list[TokenScoresResult]: ...
+
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str: ...
 
     def close(self) -> None: ...
@@ -163,6 +203,14 @@ class BackendBase:
     renders_chat = False
 
     @property
+    def gives_token_scores(self) -> bool:
+        return False
+
+    @property
+    def gives_distributions(self) -> bool:
+        return False
+
+    @property
     def token_counter(self) -> str:
         return ESTIMATE_COUNTER
 
@@ -173,6 +221,10 @@ class BackendBase:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Prompt tokens per text, special tokens included (`token_counter` says how)."""
         return [estimate_tokens(text) for text in texts]
+
+    def token_scores(self, requests: Sequence[TokenScoresRequest],
+                     on_result: ResultSink | None = None) -> list[TokenScoresResult]:
+        raise BackendError(f"the {self.name} backend gives no per-token log-probabilities of a text")
 
     def chat_prompt(self, messages: Sequence[tuple[str, str]]) -> str:
         raise BackendError(f"the {self.name} backend cannot give a chat as prompt text; use "

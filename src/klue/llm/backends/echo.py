@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from klue.llm.backends.base import BackendError, LoglikRequest, LoglikResult
+from klue.llm.backends.base import BackendError, LoglikRequest, LoglikResult, TokenScoresResult
 
 GREEDY_TOLERANCE = 1e-6  # log-prob ties between the chosen and the top token count as greedy
 # Echoed and generated log-probs of the same tokens agree within this (nats, plus a share of the value): the
@@ -175,6 +175,18 @@ def _is_greedy(echo: Echo, first: int) -> bool | None:
         if not others and not echo.tokens[i]:
             verdict = None  # a lone '' key: the top token may have been another byte token
     return verdict
+
+
+def token_scores_from_answer(answer: Mapping[str, Any], text: str) -> tuple[TokenScoresResult, dict[str, Any]]:
+    """The log-probs of a text's tokens out of an echo answer, and the part of the answer worth keeping. The
+    first token has no context unless the server put a BOS token before it: its null log-prob is left out; a
+    null anywhere else is an error (a byte token a server cannot score, say), never a silent gap."""
+    echo = parse_echo(answer, text)
+    values = echo.logprobs[1:] if echo.logprobs and echo.logprobs[0] is None else echo.logprobs
+    if not all(finite(v) for v in values):
+        raise BackendError("a token of the text has no finite log-prob in the echo")
+    return (TokenScoresResult(tuple(float(v) for v in values if v is not None)),
+            {"tokens": echo.tokens, "text_offset": echo.offsets, "token_logprobs": echo.logprobs})
 
 
 def loglik_from_answer(answer: Mapping[str, Any], request: LoglikRequest) -> tuple[LoglikResult, dict[str, Any]]:

@@ -32,6 +32,10 @@ from klue.llm.constrained import LIBRARY, Constrainer, GrammarMasks, RowState, l
 # Continuation passes take up to this many times `batch_size` rows (each a copy of its context's cache rows):
 # fewer, fuller forwards; lower the batch size for long prompts on a large model.
 REST_ROWS_PER_BATCH = 4
+# Token scoring keeps [rows x positions x vocabulary] log-probabilities (and, for the moments, about three more
+# tensors of that size): at most this many positions per forward, about 200 MB each in float32 for a 49k
+# vocabulary, so long texts go a few rows at a time.
+TOKEN_SCORE_POSITIONS = 1024
 
 
 def _fingerprint(name: str, model: Any) -> str:
@@ -156,6 +160,15 @@ def open_backend(target: str, options: ServerOptions) -> HfBackend:
 class HfBackend(base.BackendBase):
     name = "hf"
     renders_chat = True  # the tokenizer's chat template gives the prompt as text
+
+    @property
+    def gives_token_scores(self) -> bool:
+        return True
+
+    @property
+    def gives_distributions(self) -> bool:
+        """The whole next-token distribution is in hand (Min-K%++)."""
+        return True
 
     def __init__(self, model_name: str, *, cpu: bool = False, batch_size: int = 8, constrained: bool = True) -> None:
         import torch
@@ -320,6 +333,63 @@ class HfBackend(base.BackendBase):
         picked = torch.where(real.bool(), logprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1), 0.0)
         best = (logprobs.argmax(-1) == target) | (real == 0)
         return list(zip(picked.sum(-1).tolist(), best.all(-1).tolist()))
+
+    # -- per-token scores of a text (klue.contamination.mink) -------------------------------------------
+    def token_scores(self, requests: Sequence[base.TokenScoresRequest],
+                     on_result: base.ResultSink | None = None) -> list[base.TokenScoresResult]:
+        """Each text's tokens scored by one forward pass over the text (right-padded batches of similar
+        length, at most `batch_size` rows and `TOKEN_SCORE_POSITIONS` positions each); a text longer than
+        the model's positions keeps its first tokens and says how many were cut."""
+        encoded = self._encode_many([r.text for r in requests], special=True)
+        order = sorted(range(len(requests)), key=lambda i: -len(encoded[i]))
+        results: list[base.TokenScoresResult | None] = [None] * len(requests)
+        start = 0
+        while start < len(order):
+            width = max(1, min(len(encoded[order[start]]), self.max_positions))
+            rows = max(1, min(self.batch_size, TOKEN_SCORE_POSITIONS // width))
+            chunk = order[start:start + rows]
+            scored = self._score_tokens([encoded[i] for i in chunk], [requests[i].distribution for i in chunk])
+            for i, result in zip(chunk, scored):
+                results[i] = result
+            start += rows
+        return base.hand_over([r for r in results if r is not None], on_result)
+
+    def _score_tokens(self, texts: Sequence[list[int]], distribution: Sequence[bool]) -> list[base.TokenScoresResult]:
+        import torch
+
+        kept = [ids[:self.max_positions] for ids in texts]
+        width = max(len(ids) for ids in kept)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([k + [pad] * (width - len(k)) for k in kept], device=self.device)
+        mask = torch.tensor([[1] * len(k) + [0] * (width - len(k)) for k in kept], device=self.device)
+        results = []
+        with torch.inference_mode():
+            if width < 2:  # nothing has a context to be scored in
+                logprobs = torch.zeros((len(kept), 0, 1), device=self.device)
+            else:
+                positions = torch.arange(width, device=self.device).expand(len(kept), -1)
+                logits = self.lm(ids, attention_mask=mask, position_ids=positions).logits[:, :-1].float()
+                logprobs = torch.log_softmax(logits, dim=-1)
+            picked = logprobs.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).tolist() if width >= 2 else []
+            means = variances = None
+            if any(distribution) and width >= 2:
+                probs = logprobs.exp()
+                mean_t = (probs * logprobs).sum(-1)
+                # two passes (E[(log p - mu)^2], not E[log p^2] - mu^2): no cancellation in float32
+                variances = (probs * (logprobs - mean_t.unsqueeze(-1)).square()).sum(-1).tolist()
+                means = mean_t.tolist()
+        for row, (ids_in, wanted) in enumerate(zip(kept, distribution)):
+            n = max(len(ids_in) - 1, 0)
+            self.usage.requests += 1
+            self.usage.prompt_tokens += len(ids_in)
+            cut = len(texts[row]) - len(ids_in)
+            if cut:
+                self._count("truncated_texts")
+            results.append(base.TokenScoresResult(
+                tuple(picked[row][:n]) if n else (),
+                (tuple(means[row][:n]) if means is not None else ()) if wanted else None,
+                (tuple(variances[row][:n]) if variances is not None else ()) if wanted else None, cut))
+        return results
 
     # -- generation ----------------------------------------------------------------------------------
     def generate(self, requests: Sequence[base.GenerateRequest],

@@ -47,10 +47,12 @@ from klue.llm.backends.base import (
     LoglikRequest,
     LoglikResult,
     ResultSink,
+    TokenScoresRequest,
+    TokenScoresResult,
     Usage,
     estimate_tokens,
 )
-from klue.llm.backends.echo import field_at, get_at, loglik_body, loglik_from_answer
+from klue.llm.backends.echo import field_at, get_at, loglik_body, loglik_from_answer, token_scores_from_answer
 from klue.llm.backends.probe import (
     Dialects,
     ServerUnreachable,
@@ -172,6 +174,26 @@ class OpenAIBackend(BackendBase):
                                    "log-probability")
         return self._run(self._gather(self._loglik_job, list(requests), on_result))
 
+    @property
+    def gives_token_scores(self) -> bool:
+        """Per-token log-probs of a text come from the same echo as log-likelihoods, where the probe trusts it."""
+        return self.capabilities.loglik
+
+    def token_scores(self, requests: Sequence[TokenScoresRequest],
+                     on_result: ResultSink | None = None) -> list[TokenScoresResult]:
+        """Each text's echoed prompt log-probs (`echo: true, logprobs: 1, max_tokens: 1`), in request order;
+        the server gives no next-token distributions, so a request for their moments is refused."""
+        if not self.capabilities.loglik:
+            raise BackendError(f"{self.root} gives no usable prompt log-probs "
+                               f"({self.capabilities.loglik_why_not or 'its echo gives none'})")
+        for i, request in enumerate(requests):
+            if request.distribution:
+                raise BackendError(f"token scores request {i}: next-token distributions (Min-K%++) need the "
+                                   "in-process backend")
+            if not request.text:
+                raise BackendError(f"token scores request {i}: the text is empty")
+        return self._run(self._gather(self._token_scores_job, list(requests), on_result))
+
     def generate(self, requests: Sequence[GenerateRequest],
                  on_result: ResultSink | None = None) -> list[GenerateResult]:
         """Greedy generations in request order; `on_result(i, result, raw)` as each arrives."""
@@ -286,6 +308,16 @@ class OpenAIBackend(BackendBase):
             raise BackendError(f"{self.root}: loglik request {index} (context ending "
                                f"{request.context[-30:]!r}, continuation {request.continuation!r}): "
                                f"{error}") from None
+
+    async def _token_scores_job(self, client: httpx.AsyncClient, counts: dict[str, int], index: int,
+                                request: TokenScoresRequest) -> tuple[TokenScoresResult, dict[str, Any]]:
+        body = self.loglik_body(LoglikRequest(request.text, ""))
+        answer = await self._post(client, counts, "/completions", body, f"token scores request {index}")
+        try:
+            return token_scores_from_answer(answer, request.text)
+        except BackendError as error:
+            raise BackendError(f"{self.root}: token scores request {index} (text starting "
+                               f"{request.text[:30]!r}): {error}") from None
 
     async def _generate_job(self, client: httpx.AsyncClient, counts: dict[str, int], index: int,
                             asked: tuple[GenerateRequest, str, dict[str, Any], bool]) -> tuple[GenerateResult, Any]:

@@ -15,7 +15,7 @@ from klue.errors import DataError, Problem
 from klue.metrics import dp as metric
 from klue.metrics.report import MetricMode, MetricReport, spec_map
 from klue.metrics.statistics import ExampleStatistics
-from klue.tasks.base import Task, declare
+from klue.tasks.base import ExampleText, Task, TextFields, declare
 from klue.tasks.kinds import require_labelled
 
 from .records import (
@@ -75,12 +75,17 @@ def statistics(golds: Sequence[DpRecord], preds: Sequence[DpPrediction], mode: M
     return compute(*_columns(golds, preds), mode=mode)
 
 
+# the answer: the heads and the relations of the words, each as one space-separated text
+TEXT_FIELDS = TextFields[DpRecord](
+    ("sentence",), ("heads", "deprels"),
+    lambda r: ExampleText((r.sentence,), (" ".join(map(str, r.heads)), " ".join(r.deprels))))
+
 TASK: Task[DpRecord, DpPrediction] = declare(
     __name__, labels=DEPRELS, metric_specs=spec_map(metric.SPECS), record_type=DpRecord,
     prediction_type=DpPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=score, statistics=statistics, other_readers={"conllu": read_conllu},
     reader_suffixes={"conllu": (".conllu", ".tsv")},  # CoNLL-U is tab-separated: a .tsv may hold it
-    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline", text_fields=TEXT_FIELDS,
     no_embedding="its predictions are a head and a relation per word, and a sentence embedding is one vector per "
     "sentence",
 )

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from klue.metrics import mrc as metric
 from klue.metrics.report import spec_map
-from klue.tasks.base import Task, declare
+from klue.tasks.base import ExampleText, Task, TextFields, declare
 from klue.tasks.kinds import metric_binding
 
 from .records import (
@@ -35,6 +35,11 @@ def _answers_and_types(golds: Sequence[MrcRecord], preds: Sequence[MrcPrediction
     return (*_answers(golds, preds), known if len(known) == len(golds) else None)
 
 
+# the answer: the first gold answer (the others are variants of it); none for a question without one
+TEXT_FIELDS = TextFields[MrcRecord](
+    ("context", "question"), ("answers",),
+    lambda r: ExampleText((r.context, r.question), tuple(r.answer_texts[:1])))
+
 TASK: Task[MrcRecord, MrcPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=MrcRecord,
     prediction_type=MrcPrediction, read=read, gold_prediction=gold_prediction,
@@ -42,7 +47,7 @@ TASK: Task[MrcRecord, MrcPrediction] = declare(
     statistics=metric_binding(metric.statistics, _answers), group_key=lambda r: r.context,
     other_readers={"korquad": read_korquad, "squad": read_korquad, "unchecked-offsets": read_unchecked_offsets},
     reader_suffixes={"korquad": (".json",), "squad": (".json",), "unchecked-offsets": (".json",)},
-    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    adapter=".adapter:make_adapter", baseline=".baseline:make_baseline", text_fields=TEXT_FIELDS,
     no_embedding="its answers are spans of a passage, and a sentence embedding is one vector per text, with no "
     "position to point at",
 )

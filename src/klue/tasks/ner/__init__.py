@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from klue.metrics import ner as metric
 from klue.metrics.report import spec_map
-from klue.tasks.base import Task, declare
+from klue.tasks.base import ExampleText, Task, TextFields, declare
 from klue.tasks.kinds import metric_binding
 
 from .records import (
@@ -19,6 +19,7 @@ from .records import (
     NerPrediction,
     NerRecord,
     gold_prediction,
+    marked_entities,
     nonspace_prediction,
     parse_prediction,
     read,
@@ -32,11 +33,16 @@ def tag_columns(golds: Sequence[NerRecord], preds: Sequence[NerPrediction]) -> t
     return gold_tags, pred_tags
 
 
+def example_text(record: NerRecord) -> ExampleText:
+    """The sentence is the input; each entity as `text:TYPE`, as the marked-up header writes it, an answer."""
+    return ExampleText((record.text,), tuple(f"{text}:{kind}" for text, kind in marked_entities(record.marked)))
+
+
 TASK: Task[NerRecord, NerPrediction] = declare(
     __name__, labels=TAGS, metric_specs=spec_map(metric.SPECS), record_type=NerRecord,
     prediction_type=NerPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, tag_columns),
     statistics=metric_binding(metric.statistics, tag_columns), adapter=".adapter:make_adapter",
-    baseline=".baseline:make_baseline",
+    baseline=".baseline:make_baseline", text_fields=TextFields(("sentence",), ("entities",), example_text),
     no_embedding="its predictions are a tag per character, and a sentence embedding is one vector per sentence",
 )

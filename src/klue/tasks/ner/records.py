@@ -69,6 +69,11 @@ class NerPrediction:
     tags: tuple[str, ...]
 
 
+def marked_entities(marked: str) -> list[tuple[str, str]]:
+    """The (text, TYPE) of each `<text:TYPE>` entity of a marked-up sentence, in order."""
+    return [(text, kind) for text, kind in _MARKUP.findall(marked)]
+
+
 def strip_markup(marked: str, lenient: bool = False) -> str:
     """The plain sentence behind `<text:TYPE>` markup.
 

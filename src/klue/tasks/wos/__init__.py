@@ -15,7 +15,7 @@ from klue.errors import DataError
 from klue.io.locate import DataRoots
 from klue.metrics import wos as metric
 from klue.metrics.report import spec_map
-from klue.tasks.base import Task, declare
+from klue.tasks.base import ExampleText, Task, TextFields, declare
 from klue.tasks.kinds import metric_binding
 
 from .records import (
@@ -34,12 +34,18 @@ def _states(golds: Sequence[WosTurn], preds: Sequence[WosPrediction]) -> tuple[l
     return [list(g.state) for g in golds], [list(p.state) for p in preds]
 
 
+# the input: the dialogue's utterances up to this user turn, each a part; the answer: the state's items
+TEXT_FIELDS = TextFields[WosTurn](
+    ("turns",), ("state",),
+    lambda r: ExampleText(tuple(u.text for u in (*r.history, r.dialogue.dialogue[r.utterance_index])), r.state))
+
 TASK: Task[WosTurn, WosPrediction] = declare(
     __name__, labels=(), metric_specs=spec_map(metric.SPECS), record_type=WosTurn,
     prediction_type=WosPrediction, read=read, gold_prediction=gold_prediction,
     parse_prediction=parse_prediction, score=metric_binding(metric.compute, _states),
     statistics=metric_binding(metric.statistics, _states), group_key=lambda r: r.dialogue_guid,
     read_resource=read_ontology, adapter=".adapter:make_adapter", baseline=".baseline:make_baseline",
+    text_fields=TEXT_FIELDS,
     no_embedding="its predictions are dialogue states, slot values written turn by turn, which a vector per "
     "utterance cannot express",
 )

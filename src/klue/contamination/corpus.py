@@ -1,0 +1,431 @@
+"""Training corpora, streamed: plain text (one document a line), JSON Lines (a text field), parquet, a `datasets`
+save_to_disk directory, gzip or zstd compressed (told from the bytes, not the name), named as files,
+directories (every file under them) or globs.
+
+Text and JSON Lines are cut into chunks of whole lines as raw bytes, which the workers decode and parse, so
+the reading process does no per-line work; parquet and `datasets` come as batches of rows of the text
+column. Memory stays flat: at most a few chunks are held at once, whatever the corpus size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import gzip
+import hashlib
+import importlib
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+
+from klue.errors import DataError, Problem
+from klue.io.formats import is_saved_dir
+from klue.io.provenance import identify
+from klue.io.text import encoding_hint
+
+Kind = Literal["text", "jsonl", "parquet", "datasets"]
+Compression = Literal["", "gzip", "zstd"]
+CHUNK_BYTES = 4 << 20  # lines per chunk: about 4 MB, a few tenths of a second of one worker's hashing
+ROWS_PER_CHUNK = 4096
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PARQUET_MAGIC = b"PAR1"
+_JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zst", ".zstd")
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """One corpus file (or one split of a `datasets` directory) and how it is read."""
+
+    shown: str  # for messages and the summary: the path, or DIR[split]
+    path: Path
+    kind: Kind
+    compression: Compression = ""
+    split: str | None = None
+
+    def size(self) -> int:
+        """Bytes on disk (a directory: every file under it)."""
+        if self.path.is_dir():
+            return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+        return self.path.stat().st_size
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive documents of one corpus file: raw lines (`data`) or text-column rows (`rows`)."""
+
+    file_index: int
+    shown: str
+    kind: Kind
+    text_field: str
+    first_line: int  # 1-based number of the first line (text, JSON Lines) or row (parquet, datasets)
+    first_offset: int | None  # byte offset of the first line in the decompressed stream; None for rows
+    consumed: int  # bytes of the file on disk this chunk accounts for (progress)
+    data: bytes = b""
+    rows: tuple[str | None, ...] = ()
+    # instead of `data`: (path, byte offset, length) of an uncompressed file, read where the chunk is scanned
+    span: tuple[str, int, int] | None = None
+
+    def loaded(self) -> Chunk:
+        """The chunk with its bytes in `data` (read from the file when it came as a span)."""
+        if self.span is None:
+            return self
+        path, start, length = self.span
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(length)
+        if len(data) != length:
+            raise DataError([Problem(self.shown, f"line {self.first_line}", "the file changed while it was scanned")])
+        return dataclasses.replace(self, data=data, span=None)
+
+
+@dataclass(frozen=True)
+class Documents:
+    texts: list[str]
+    lines: list[int]
+    offsets: list[int] | None
+
+
+def expand(specs: list[str]) -> list[CorpusFile]:
+    """Every corpus file the `--corpus` values name, in the order given (a directory's and a glob's files in
+    path order); DataError naming a value that names nothing."""
+    files: list[CorpusFile] = []
+    for spec in specs:
+        path = Path(spec).expanduser()
+        if path.exists():
+            files.extend(_expand_path(path))
+            continue
+        if any(c in spec for c in "*?["):
+            matched = sorted(glob.glob(str(path), recursive=True))
+            if not matched:
+                raise DataError(f"--corpus {spec!r}: the pattern matches no file")
+            for match in matched:
+                files.extend(_expand_path(Path(match)))
+            continue
+        raise DataError("no such file or directory", spec)
+    if not files:
+        raise DataError(f"--corpus {', '.join(specs)}: no corpus file found")
+    return files
+
+
+def _expand_path(path: Path) -> list[CorpusFile]:
+    if is_saved_dir(path):
+        return _dataset_splits(path)
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*")
+                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        return [f for p in found for f in _expand_path(p)]
+    return [classify(path)]
+
+
+def _dataset_splits(path: Path) -> list[CorpusFile]:
+    listing = path / "dataset_dict.json"
+    if listing.is_file():
+        splits = json.loads(listing.read_text(encoding="utf-8")).get("splits", [])
+        return [CorpusFile(f"{path}[{s}]", path, "datasets", split=str(s)) for s in splits]
+    return [CorpusFile(str(path), path, "datasets")]
+
+
+def classify(path: Path) -> CorpusFile:
+    """A file's kind and compression, from its first bytes and its name (DataError if it cannot be read)."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    compression: Compression = "gzip" if head.startswith(_GZIP_MAGIC) else "zstd" if head == _ZSTD_MAGIC else ""
+    name = path.name.lower()
+    if compression and name.endswith(_COMPRESSED_SUFFIXES):
+        name = name.rsplit(".", 1)[0]
+    if head == _PARQUET_MAGIC:
+        return CorpusFile(str(path), path, "parquet")
+    kind: Kind = "jsonl" if name.endswith(_JSONL_SUFFIXES) else "text"
+    return CorpusFile(str(path), path, kind, compression)
+
+
+class _Tee:
+    """A raw file that hashes (sha256) and counts the bytes read through it."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.read_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        self.read_bytes += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _stream(tee: _Tee, compression: Compression) -> Any:
+    source: Any = tee  # reads like a binary file, which is all the decompressors ask of it
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=source, mode="rb")
+    if compression == "zstd":
+        return _optional("zstandard").ZstdDecompressor().stream_reader(source, read_across_frames=True)
+    return tee
+
+
+def _optional(name: str, extra: str = "contamination") -> Any:
+    """A library a corpus format needs, or the one sentence that says how to get it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise DataError(f"reading this corpus needs {name}, which is not installed: pip install "
+                        f"'klue[{extra}]'") from None
+
+
+def _read_errors(compression: Compression) -> tuple[type[Exception], ...]:
+    """What reading a damaged file raises: OSError and EOFError (gzip), zlib.error, and zstandard's own error,
+    which derives from no error of the standard library."""
+    errors: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error, ValueError)
+    if compression == "zstd":
+        errors += (_optional("zstandard").ZstdError,)
+    return errors
+
+
+class CorpusReader:
+    """The chunks of one corpus file, in order; after the last one, `sha256` and `documents` are set (for
+    text and JSON Lines the hash is taken from the bytes as they are read: no second pass)."""
+
+    def __init__(self, file: CorpusFile, file_index: int, text_field: str, chunk_bytes: int = CHUNK_BYTES,
+                 by_span: bool = False) -> None:
+        self.file = file
+        self.file_index = file_index
+        self.text_field = text_field
+        self.chunk_bytes = chunk_bytes
+        # an uncompressed file's chunks as spans the workers read themselves: sending 4 MB through a pipe to a
+        # worker process cost the reading process several times what reading it did (measured)
+        self.by_span = by_span and file.compression == ""
+        self.sha256: str | None = None
+        self.size = file.size()
+
+    def chunks(self) -> Iterator[Chunk]:
+        if self.file.kind in ("text", "jsonl"):
+            yield from self._line_chunks()
+        else:
+            yield from self._row_chunks()
+
+    def _chunk(self, first_line: int, first_offset: int | None, consumed: int, data: bytes = b"",
+               rows: tuple[str | None, ...] = ()) -> Chunk:
+        return Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, first_line, first_offset,
+                     consumed, data, rows)
+
+    def _line_chunks(self) -> Iterator[Chunk]:
+        line, offset, reported = 1, 0, 0
+        with self.file.path.open("rb") as raw:
+            tee = _Tee(raw)
+            stream = _stream(tee, self.file.compression)
+            carry = b""
+            while True:
+                try:
+                    block = stream.read(self.chunk_bytes)
+                except _read_errors(self.file.compression) as error:
+                    raise DataError([Problem(self.file.shown, f"byte {tee.read_bytes}", f"cannot be read: "
+                                             f"{error} (a damaged or cut-off {self.file.compression} file?)")]) \
+                        from None
+                if not block:
+                    break
+                data = carry + block
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = data
+                    continue
+                carry = data[cut:]
+                whole = data[:cut]
+                yield self._piece(line, offset, tee.read_bytes - reported, whole)
+                reported = tee.read_bytes
+                line += int(np.count_nonzero(np.frombuffer(whole, dtype=np.uint8) == 10))  # 4x bytes.count
+                offset += len(whole)
+            if carry:
+                yield self._piece(line, offset, tee.read_bytes - reported, carry)
+                reported = tee.read_bytes
+        self.sha256 = tee.digest.hexdigest()
+
+    def _piece(self, line: int, offset: int, consumed: int, data: bytes) -> Chunk:
+        if self.by_span:
+            return Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, line, offset, consumed,
+                         span=(str(self.file.path), offset, len(data)))
+        return self._chunk(line, offset, consumed, data=data)
+
+    def _row_chunks(self) -> Iterator[Chunk]:
+        batches, rows_total = (self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches())
+        line, reported = 1, 0
+        for rows in batches:
+            line_after = line + len(rows)
+            # progress in bytes on disk, in proportion to the rows read
+            now = self.size * (line_after - 1) // max(1, rows_total)
+            yield self._chunk(line, None, now - reported, rows=tuple(rows))
+            reported, line = now, line_after
+        self.sha256 = identify(self.file.path).sha256
+
+    def _parquet_batches(self) -> tuple[Iterator[list[str | None]], int]:
+        handle = _optional("pyarrow.parquet").ParquetFile(self.file.path)
+        self._check_column(handle.schema_arrow)
+        batches = (b.column(0).to_pylist() for b in handle.iter_batches(ROWS_PER_CHUNK, columns=[self.text_field]))
+        return batches, handle.metadata.num_rows
+
+    def _dataset(self) -> Any:
+        datasets = _optional("datasets", "hf")
+        loaded = datasets.load_from_disk(str(self.file.path))
+        if isinstance(loaded, datasets.DatasetDict):
+            if self.file.split is None:
+                return loaded[next(iter(loaded))]
+            return loaded[self.file.split]
+        return loaded
+
+    def _dataset_batches(self) -> tuple[Iterator[list[str | None]], int]:
+        dataset = self._dataset()
+        self._check_column(dataset.features.arrow_schema)
+        column = dataset.select_columns([self.text_field]).with_format("arrow")
+        batches = (b.column(0).to_pylist() for b in column.iter(batch_size=ROWS_PER_CHUNK))
+        return batches, len(dataset)
+
+    def _check_column(self, schema: Any) -> None:
+        import pyarrow as pa
+
+        names = list(schema.names)
+        if self.text_field not in names:
+            raise DataError([Problem(self.file.shown, "", f"no column {self.text_field!r} (--text-field); its "
+                                     f"columns: {', '.join(names)}")])
+        kind = schema.field(self.text_field).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise DataError([Problem(self.file.shown, "", f"column {self.text_field!r} holds {kind}, not text")])
+
+    def check(self) -> None:
+        """Read the start of the file as a scan would, so that a corpus that cannot be read is named before
+        any work (the rest of a file can still fail later: a cut-off archive shows only at its end)."""
+        if self.file.kind in ("text", "jsonl"):
+            first = next(iter(_Probe(self).chunks()), None)
+            if first is not None:
+                documents(first, limit=10)
+            return
+        batches, _ = self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches()
+        rows = next(iter(batches), [])
+        documents(self._chunk(1, None, 0, rows=tuple(rows[:10])))
+
+
+class _Probe(CorpusReader):
+    """The first chunk of a file only, small."""
+
+    def __init__(self, reader: CorpusReader) -> None:
+        super().__init__(reader.file, reader.file_index, reader.text_field, chunk_bytes=1 << 16)
+
+    def _line_chunks(self) -> Iterator[Chunk]:
+        chunks = super()._line_chunks()
+        first = next(chunks, None)
+        chunks.close()  # type: ignore[attr-defined]  # a generator
+        if first is not None:
+            yield first
+
+
+def documents(chunk: Chunk, limit: int | None = None) -> Documents:
+    """The documents of a chunk with their line (or row) numbers and byte offsets: empty lines and texts are
+    skipped; DataError naming the file and line of one that cannot be read. Lines are cut and decoded for the
+    whole chunk at once, not line by line (a Python step per line costs as much as hashing it)."""
+    if chunk.kind in ("parquet", "datasets"):
+        rows = chunk.rows[:limit]
+        kept = [i for i, row in enumerate(rows) if row]
+        return Documents([rows[i] or "" for i in kept], [chunk.first_line + i for i in kept], None)
+    data = chunk.data
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    if limit is not None and len(newlines) > limit:
+        data, newlines = data[:newlines[limit - 1] + 1], newlines[:limit]
+    starts = np.concatenate(([0], newlines + 1))
+    try:
+        texts = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError as error:
+        line = int(np.searchsorted(newlines, error.start))
+        raw = data[starts[line]:newlines[line] if line < len(newlines) else len(data)]
+        raise _decode_error(raw, chunk, chunk.first_line + line, error.start - int(starts[line])) from None
+    if data.endswith(b"\n"):
+        texts.pop()  # the empty string after the chunk's last newline
+    kept = [i for i, text in enumerate(texts) if text]
+    texts = [texts[i] for i in kept] if len(kept) < len(texts) else texts
+    lines = [chunk.first_line + i for i in kept]
+    if chunk.kind == "jsonl":
+        texts = _fields(texts, chunk, lines)
+        kept = [k for k, text in zip(kept, texts) if text]
+        texts = [text for text in texts if text]
+        lines = [chunk.first_line + i for i in kept]
+    offsets = ((chunk.first_offset or 0) + starts[kept]).tolist()
+    return Documents(texts, lines, offsets)
+
+
+def plain_lines(chunk: Chunk) -> tuple[str, int]:
+    """A plain-text chunk decoded whole, its last newline dropped, and how many of its lines are not empty: its
+    lines are its documents, numbered from `first_line` (empty ones are lines too, with no units)."""
+    data = chunk.data[:-1] if chunk.data.endswith(b"\n") else chunk.data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        documents(chunk)  # names the line
+        raise
+    if not data:
+        return text, 0
+    newline = np.frombuffer(data, dtype=np.uint8) == 10
+    # an empty line is a newline at the start, after a newline, or at the end (counted without a list of the
+    # newlines' positions: most chunks have none)
+    empty = int(np.count_nonzero(newline[1:] & newline[:-1])) + int(newline[0]) + int(newline[-1])
+    return text, int(np.count_nonzero(newline)) + 1 - empty
+
+
+def some_lines(chunk: Chunk, numbers: list[int]) -> tuple[list[str], list[int]]:
+    """Lines of a plain-text chunk by their number in it (0-based), decoded, with the byte offset of each in the
+    decompressed stream: only the lines a hit needs, not the chunk's every line."""
+    data = chunk.data
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    starts = np.concatenate(([0], newlines + 1))[numbers].tolist()
+    ends = np.append(newlines, len(data))[numbers].tolist()
+    texts = [data[start:end].decode("utf-8") for start, end in zip(starts, ends)]
+    return texts, [(chunk.first_offset or 0) + start for start in starts]
+
+
+def _fields(texts: list[str], chunk: Chunk, lines: list[int]) -> list[str]:
+    """The text field of each JSON line. The chunk is parsed as one JSON array, a single call into the C
+    parser (measured 3x faster than json.loads per line on KorQuAD paragraphs); on any problem, line by line,
+    which names the line."""
+    try:
+        objects = json.loads(f"[{','.join(texts)}]")
+        values = [o.get(chunk.text_field) for o in objects]
+        if len(objects) == len(texts) and all(type(v) is str for v in values):
+            return values
+    except (ValueError, AttributeError):
+        pass
+    return [_field(text, chunk, number) for text, number in zip(texts, lines)]
+
+
+def _decode_error(raw: bytes, chunk: Chunk, number: int, at: int) -> DataError:
+    return DataError([Problem(chunk.shown, f"line {number}", f"not UTF-8 at byte {at} of the line; "
+                              f"{encoding_hint(raw, chunk.shown, at)}")])
+
+
+def _field(line: str, chunk: Chunk, number: int) -> str:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataError([Problem(chunk.shown, f"line {number}", f"not JSON: {error.msg}")]) from None
+    if not isinstance(obj, dict):
+        raise DataError([Problem(chunk.shown, f"line {number}", "not a JSON object")])
+    value = obj.get(chunk.text_field)
+    if value is None and chunk.text_field not in obj:
+        raise DataError([Problem(chunk.shown, f"line {number}", f"no field {chunk.text_field!r} (--text-field); "
+                                 f"its fields: {', '.join(map(str, obj)) or 'none'}")])
+    if value is not None and not isinstance(value, str):
+        raise DataError([Problem(chunk.shown, f"line {number}", f"field {chunk.text_field!r} is not a string")])
+    return value or ""

@@ -1,0 +1,352 @@
+"""A whole scan: the corpus files read in order, their chunks scanned here, in spawned processes or on Ray
+actors, the findings kept per corpus file (so a stopped scan resumes at the first file it had not finished),
+and the outputs written atomically: OUT/TASK/examples.jsonl and OUT/summary.json (docs/contamination.md)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from klue.contamination.corpus import CHUNK_BYTES, Chunk, CorpusFile, CorpusReader
+from klue.contamination.examples import TaskSet
+from klue.contamination.index import BenchmarkIndex
+from klue.contamination.scan import ChunkResult, ChunkScanner, Findings, Found, merge_findings
+from klue.errors import DataError
+from klue.io.atomic import write_json_atomic, write_jsonl_atomic
+from klue.io.processes import die_with_parent, import_ray
+from klue.io.progress import ProgressBar
+
+Executor = Literal["local", "ray"]
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+STATE_DIR = ".scan-state"  # per corpus file: its findings, for a resumed scan
+SUMMARY_FILE = "summary.json"
+EXAMPLES_FILE = "examples.jsonl"
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    text_field: str = "text"
+    workers: int = 1
+    executor: Executor = "local"
+    chunk_bytes: int = CHUNK_BYTES
+    ray_address: str | None = None  # None: RAY_ADDRESS, else a local Ray
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """A scanned corpus file, for the summary."""
+
+    path: str
+    kind: str
+    compression: str
+    bytes: int
+    sha256: str | None
+    documents: int
+    resumed: bool  # taken from the state of an earlier run, not read again
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "compression": self.compression or None, "bytes": self.bytes,
+                "sha256": self.sha256, "documents": self.documents, "resumed": self.resumed}
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    findings: Findings
+    files: list[FileRecord]
+    seconds: float  # scanning, once the workers were up
+    bytes_scanned: int  # bytes on disk read in this run (resumed files not counted)
+    workers: int
+    startup_seconds: float = 0.0  # starting the workers (processes, Ray and its actors) and sending the index
+
+
+# ------------------------------------------------------------------------------------------- executors
+
+_WORKER_SCANNER: list[ChunkScanner] = []  # a spawned worker's scanner, built once by its initializer
+
+
+def _start_worker(parent: int, index: BenchmarkIndex) -> None:
+    die_with_parent(parent)
+    _WORKER_SCANNER.append(ChunkScanner(index))
+
+
+def _scan_in_worker(chunk: Chunk) -> ChunkResult:
+    return _WORKER_SCANNER[0].scan(chunk)
+
+
+def _worker_ready(_: int) -> bool:
+    return bool(_WORKER_SCANNER)
+
+
+def _done(function: Callable[[Chunk], ChunkResult], chunk: Chunk) -> Future[ChunkResult]:
+    future: Future[ChunkResult] = Future()
+    try:
+        future.set_result(function(chunk))
+    except Exception as error:  # noqa: BLE001 (handed on through the Future, as a pool does)
+        future.set_exception(error)
+    return future
+
+
+@contextmanager
+def _executor(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Callable[[Chunk], Future[ChunkResult]],
+                                                                             int]]:
+    """(submit a chunk, the worker count)."""
+    if options.executor == "ray":
+        with _ray_actors(index, options) as plan:
+            yield plan
+        return
+    if options.workers <= 1:
+        scanner = ChunkScanner(index)
+        yield (lambda chunk: _done(scanner.scan, chunk)), 1
+        return
+    # spawn, not fork: the parent may hold threads (Ray, torch) that a fork would copy half-way
+    pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(os.getpid(), index))
+    try:
+        # every worker started (and its index built) before the clock of the scan starts
+        all(pool.map(_worker_ready, range(2 * options.workers)))
+        yield (lambda chunk: pool.submit(_scan_in_worker, chunk)), options.workers
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def _ray_actors(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Callable[[Chunk],
+                                                                                       Future[ChunkResult]], int]]:
+    """Ray actors, each holding the index and its scanner (a task per chunk would unpickle the index each
+    time); chunks go to them in turn. Ray is started here unless the caller already did."""
+    ray = import_ray()
+    started = not ray.is_initialized()
+    if started:
+        address = options.ray_address or os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=max(1, options.workers), include_dashboard=False, log_to_driver=False)
+    try:
+        workers = max(1, options.workers)
+        actor = ray.remote(num_cpus=1)(ChunkScanner)
+        index_ref = ray.put(index)
+        actors = [actor.remote(index_ref) for _ in range(workers)]
+        ray.get([a.ready.remote() for a in actors])  # every actor up before the clock of the scan starts
+        turn = iter(range(1 << 62))
+        yield (lambda chunk: actors[next(turn) % workers].scan.remote(chunk).future()), workers
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ------------------------------------------------------------------------------------------ the scan
+
+
+def _state_path(state_dir: Path, file_index: int) -> Path:
+    return state_dir / f"file-{file_index:05d}.json"
+
+
+def _identity(file: CorpusFile) -> dict[str, Any]:
+    stat = file.path.stat()
+    return {"path": file.shown, "size": file.size(), "mtime_ns": stat.st_mtime_ns}
+
+
+def _resumed(state_dir: Path | None, file_index: int, file: CorpusFile, fingerprint: str,
+             text_field: str) -> tuple[Findings, FileRecord] | None:
+    """The findings an earlier run kept for this file, if it scanned the same file for the same examples."""
+    if state_dir is None:
+        return None
+    path = _state_path(state_dir, file_index)
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (state.get("fingerprint"), state.get("identity"), state.get("text_field")) != (
+            fingerprint, _identity(file), text_field):
+        return None
+    findings = {int(k): Found.from_json(v, file_index) for k, v in state["findings"].items()}
+    record = FileRecord(**{**state["record"], "resumed": True})
+    return findings, record
+
+
+def _keep(state_dir: Path | None, file_index: int, file: CorpusFile, fingerprint: str, text_field: str,
+          findings: Findings, record: FileRecord) -> None:
+    if state_dir is None:
+        return
+    state_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(_state_path(state_dir, file_index), {
+        "fingerprint": fingerprint, "identity": _identity(file), "text_field": text_field,
+        "record": {k: v for k, v in record.__dict__.items() if k != "resumed"},
+        "findings": {str(k): v.to_json() for k, v in findings.items()}})
+
+
+def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOptions, state_dir: Path | None = None,
+                progress: bool = False) -> ScanResult:
+    """Scan every corpus file for the index's examples; the files an earlier run finished (kept in
+    `state_dir`) are not read again. DataError naming the file (and line) of one that cannot be read."""
+    fingerprint = index.fingerprint() if state_dir is not None else ""  # only a resumable scan needs it
+    findings: Findings = {}
+    records: dict[int, FileRecord] = {}
+    todo: list[CorpusReader] = []
+    for i, file in enumerate(files):
+        resumed = _resumed(state_dir, i, file, fingerprint, options.text_field)
+        if resumed is not None:
+            merge_findings(findings, resumed[0])
+            records[i] = resumed[1]
+        else:
+            # spans only to local worker processes, which see the same files (a Ray cluster may not)
+            by_span = options.executor == "local" and options.workers > 1
+            todo.append(CorpusReader(file, i, options.text_field, options.chunk_bytes, by_span))
+    for reader in todo:  # before any work: a file that cannot be read at all stops the scan here
+        reader.check()
+    started = time.perf_counter()
+    startup = 0.0
+    total = sum(r.size for r in todo)
+    done_bytes = 0
+    workers = 1
+    if todo:
+        with _executor(index, options) as (submit, workers):
+            startup = time.perf_counter() - started
+            started += startup
+            label = f"scan ({workers} {options.executor} worker{'s' if workers != 1 else ''})"
+            with closing(ProgressBar(label, total or None, enabled=progress, in_bytes=True)) as bar:
+                def advance(result: ChunkResult) -> None:
+                    nonlocal done_bytes
+                    done_bytes += result.consumed
+                    rate = done_bytes / max(1e-9, time.perf_counter() - started) / 1e6
+                    bar.update(done_bytes, info=f"{rate:,.1f} MB/s")
+
+                for reader, file_findings, documents in _scan_files(todo, submit, 2 * workers, advance):
+                    record = FileRecord(reader.file.shown, reader.file.kind, reader.file.compression, reader.size,
+                                        reader.sha256, documents, False)
+                    _keep(state_dir, reader.file_index, reader.file, fingerprint, options.text_field,
+                          file_findings, record)
+                    merge_findings(findings, file_findings)
+                    records[reader.file_index] = record
+    return ScanResult(findings, [records[i] for i in range(len(files))], time.perf_counter() - started,
+                      done_bytes, workers, startup)
+
+
+def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[ChunkResult]], in_flight: int,
+                advance: Callable[[ChunkResult], None]) -> Iterator[tuple[CorpusReader, Findings, int]]:
+    """(reader, its findings, its document count) as each file is finished. Chunks are submitted across
+    file boundaries, at most `in_flight` waiting; results are taken in submission order, so a file is
+    finished when the marker after its last chunk comes up."""
+    pending: deque[Future[ChunkResult] | CorpusReader] = deque()
+    current: dict[int, tuple[Findings, list[int]]] = {}
+
+    def take() -> Iterator[tuple[CorpusReader, Findings, int]]:
+        head = pending.popleft()
+        if isinstance(head, CorpusReader):
+            file_findings, count = current.pop(head.file_index)
+            yield head, file_findings, count[0]
+            return
+        result = head.result()  # a worker's DataError (a line that cannot be read) is raised here
+        file_findings, count = current[result.file_index]
+        merge_findings(file_findings, result.findings)
+        count[0] += result.documents
+        advance(result)
+
+    try:
+        for reader in readers:
+            current[reader.file_index] = ({}, [0])
+            for chunk in reader.chunks():
+                pending.append(submit(chunk))
+                while sum(1 for p in pending if isinstance(p, Future)) > in_flight:
+                    yield from take()
+            pending.append(reader)
+        while pending:
+            yield from take()
+    finally:
+        for item in pending:
+            if isinstance(item, Future):
+                item.cancel()
+
+
+# ------------------------------------------------------------------------------------------ outputs
+
+
+def covered_share(index: BenchmarkIndex, example: int, found: Found | None) -> float:
+    """The share of the example's input units that lie inside n-grams found in the corpus."""
+    total = index.input_units(example)
+    if found is None or total == 0:
+        return 0.0
+    n = index.settings.n
+    inside = 0
+    for positions in found.positions.values():
+        covered: set[int] = set()
+        for position in positions:
+            covered.update(range(position, position + n))
+        inside += len(covered)
+    return inside / total
+
+
+def example_json(index: BenchmarkIndex, example: int, found: Found | None) -> dict[str, Any]:
+    guid = index.examples[example].guid
+    if found is None:
+        return {"guid": guid, "dirty_input": False, "dirty_with_answer": False, "longest_match": 0, "covered": 0.0,
+                "first_match": None, "longest_match_text": None, "longest_match_at": None, "with_answer_at": None,
+                "units": index.input_units(example)}
+    return {"guid": guid, "dirty_input": True, "dirty_with_answer": found.with_answer_at is not None,
+            "longest_match": found.longest, "covered": round(covered_share(index, example, found), 4),
+            "first_match": {**found.first_at.to_json(), "text": found.first_text},
+            "longest_match_text": found.longest_text, "longest_match_at": found.longest_at.to_json(),
+            "with_answer_at": None if found.with_answer_at is None else found.with_answer_at.to_json(),
+            "units": index.input_units(example)}
+
+
+def task_summary(index: BenchmarkIndex, task_set: TaskSet, numbers: range, rows: list[dict[str, Any]]) -> (
+        dict[str, Any]):
+    count = len(rows)
+    dirty = sum(r["dirty_input"] for r in rows)
+    with_answer = sum(r["dirty_with_answer"] for r in rows)
+    # no input part reaches n units: such an example can never be dirty
+    too_short = sum(1 for i in numbers if max(map(len, index.part_units[i]), default=0) < index.settings.n)
+    return {
+        "examples": count, "dirty_input": dirty, "dirty_input_share": round(dirty / count, 4) if count else 0.0,
+        "dirty_with_answer": with_answer,
+        "dirty_with_answer_share": round(with_answer / count, 4) if count else 0.0,
+        "too_short": too_short,
+        "longest_match": max((r["longest_match"] for r in rows), default=0),
+        "mean_covered_of_dirty": round(sum(r["covered"] for r in rows if r["dirty_input"]) / dirty, 4) if dirty
+        else None,
+        "set": task_set.what, "source": task_set.source.__dict__,
+    }
+
+
+def write_outputs(out: Path, index: BenchmarkIndex, task_sets: list[TaskSet], result: ScanResult,
+                  run: dict[str, Any]) -> dict[str, Any]:
+    """OUT/TASK/examples.jsonl for every task, then OUT/summary.json, each written atomically; the summary."""
+    tasks: dict[str, Any] = {}
+    start = 0
+    for task_set in task_sets:
+        numbers = range(start, start + len(task_set.examples))
+        start += len(task_set.examples)
+        rows = [example_json(index, i, result.findings.get(i)) for i in numbers]
+        (out / task_set.task).mkdir(parents=True, exist_ok=True)
+        write_jsonl_atomic(out / task_set.task / EXAMPLES_FILE, rows)
+        tasks[task_set.task] = task_summary(index, task_set, numbers, rows)
+    settings = index.settings
+    summary = {
+        "settings": {"unit": settings.unit, "n": settings.n, "normalise": settings.normalise, **run.pop("settings")},
+        "tasks": tasks,
+        "corpus": [f.to_json() for f in result.files],
+        "run": {"workers": result.workers, "seconds": round(result.seconds, 3),
+                "startup_seconds": round(result.startup_seconds, 3), "bytes_scanned": result.bytes_scanned,
+                "mb_per_s": round(result.bytes_scanned / max(result.seconds, 1e-9) / 1e6, 2), **run},
+    }
+    write_json_atomic(out / SUMMARY_FILE, summary)
+    return summary
+
+
+def check_executor(executor: str, workers: int) -> Executor:
+    if executor not in EXECUTORS:
+        raise DataError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if workers < 1:
+        raise DataError(f"--workers must be at least 1, not {workers}")
+    return "ray" if executor == "ray" else "local"

@@ -1,0 +1,291 @@
+"""The scan: stream the corpus once, look each document's n-grams up in the benchmark's index, and keep, per
+example, what the corpus shows of it (docs/contamination.md).
+
+A chunk of documents is scanned by `scan_chunk` wherever it runs (this process, a spawned worker, a Ray
+actor); its result (`Findings`) merges by union, maximum and minimum with fixed tie-breaks, so the merged
+findings do not depend on the order chunks finish in, the worker count or the executor. Every hash hit is
+checked against the units themselves before it counts: a hash collision never makes an example dirty.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from klue.contamination.corpus import Chunk, documents, plain_lines, some_lines
+from klue.contamination.index import BenchmarkIndex
+from klue.contamination.units import Hasher, tables, units_of
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """Where a match is: the corpus file (its index in the scan's order, and as shown), the line (or row)
+    and the byte offset of that line in the decompressed stream (None for parquet and `datasets` rows)."""
+
+    file_index: int
+    line: int
+    file: str = field(compare=False)
+    offset: int | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "offset": self.offset}
+
+    @staticmethod
+    def from_json(obj: dict[str, Any], file_index: int) -> Location:
+        return Location(file_index, int(obj["line"]), str(obj["file"]), obj.get("offset"))
+
+
+@dataclass
+class Found:
+    """What the corpus shows of one example so far."""
+
+    positions: dict[int, set[int]]  # input part -> first units of its n-grams found in the corpus
+    longest: int  # the longest match, in units
+    longest_text: str
+    longest_at: Location
+    first_at: Location  # the first match in corpus order
+    first_text: str
+    with_answer_at: Location | None = None  # the first document holding the whole input and the answer
+
+    def merge(self, other: Found) -> None:
+        for part, positions in other.positions.items():
+            self.positions.setdefault(part, set()).update(positions)
+        if (other.longest, _reverse(other.longest_at)) > (self.longest, _reverse(self.longest_at)):
+            self.longest, self.longest_text, self.longest_at = other.longest, other.longest_text, other.longest_at
+        if other.first_at < self.first_at:
+            self.first_at, self.first_text = other.first_at, other.first_text
+        if other.with_answer_at is not None and (self.with_answer_at is None or other.with_answer_at <
+                                                 self.with_answer_at):
+            self.with_answer_at = other.with_answer_at
+
+    def to_json(self) -> dict[str, Any]:
+        return {"positions": {str(p): sorted(v) for p, v in self.positions.items()}, "longest": self.longest,
+                "longest_text": self.longest_text, "longest_at": self.longest_at.to_json(),
+                "first_at": self.first_at.to_json(), "first_text": self.first_text,
+                "with_answer_at": None if self.with_answer_at is None else self.with_answer_at.to_json()}
+
+    @staticmethod
+    def from_json(obj: dict[str, Any], file_index: int) -> Found:
+        answer = obj.get("with_answer_at")
+        return Found({int(p): set(v) for p, v in obj["positions"].items()}, int(obj["longest"]),
+                     str(obj["longest_text"]), Location.from_json(obj["longest_at"], file_index),
+                     Location.from_json(obj["first_at"], file_index), str(obj["first_text"]),
+                     None if answer is None else Location.from_json(answer, file_index))
+
+
+def _reverse(location: Location) -> tuple[int, int]:
+    """A sort key under which an earlier location is larger (ties of length go to the earlier match)."""
+    return (-location.file_index, -location.line)
+
+
+Findings = dict[int, Found]  # example number -> what was found
+
+
+def merge_findings(into: Findings, other: Findings) -> None:
+    for example, found in other.items():
+        if example in into:
+            into[example].merge(found)
+        else:
+            into[example] = found
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    file_index: int
+    consumed: int
+    documents: int
+    findings: Findings
+
+
+class ChunkScanner:
+    """Scans chunks against one index (one per process: the hasher's power tables are reused)."""
+
+    def __init__(self, index: BenchmarkIndex) -> None:
+        self.index = index
+        self.hasher = Hasher(index.settings)
+        tables(index.settings.normalise)  # built now: a worker is ready when it is built
+
+    def ready(self) -> bool:
+        """True: the scanner is built (a Ray actor answers once its constructor ran)."""
+        return True
+
+    def scan(self, chunk: Chunk) -> ChunkResult:
+        chunk = chunk.loaded()
+        if chunk.kind == "text":
+            return self._scan_lines(chunk)
+        docs = documents(chunk)
+        findings: Findings = {}
+        if docs.texts and len(self.index.keys):
+            ngrams = self.hasher.ngrams(docs.texts)
+            hit, keys = self.index.lookup(ngrams.hashes)
+            if len(hit):
+                findings = self._findings(chunk, docs.texts, docs.lines, docs.offsets, ngrams.text[hit],
+                                          ngrams.position[hit], keys)
+        return ChunkResult(chunk.file_index, chunk.consumed, len(docs.texts), findings)
+
+    def _scan_lines(self, chunk: Chunk) -> ChunkResult:
+        """A plain-text chunk hashed whole (no list of lines to build and join again, measured 10-15% of a
+        scan); its lines are split only where a hit needs them."""
+        text, count = plain_lines(chunk)
+        findings: Findings = {}
+        if count and len(self.index.keys):
+            ngrams = self.hasher.line_ngrams(text)
+            hit, keys = self.index.lookup(ngrams.hashes)
+            if len(hit):
+                doc_of = ngrams.text[hit]
+                numbers = np.unique(doc_of).tolist()
+                texts, offsets = some_lines(chunk, numbers)
+                findings = self._findings(chunk, dict(zip(numbers, texts)),
+                                          {d: chunk.first_line + d for d in numbers}, dict(zip(numbers, offsets)),
+                                          doc_of, ngrams.position[hit], keys)
+        return ChunkResult(chunk.file_index, chunk.consumed, count, findings)
+
+    def _findings(self, chunk: Chunk, texts: Mapping[int, str] | list[str], lines: Mapping[int, int] | list[int],
+                  offsets: Mapping[int, int] | list[int] | None, doc_of: np.ndarray, doc_position: np.ndarray,
+                  keys: np.ndarray) -> Findings:
+        """Each hit (document, position, index key) checked unit by unit and gathered per example; `texts`,
+        `lines` and `offsets` give at least the documents hit, by document number."""
+        settings, index = self.index.settings, self.index
+        n, joiner, part_units = settings.n, settings.joiner, index.part_units
+        hit_docs = np.unique(doc_of).tolist()
+        doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
+        matches = self._checked(doc_units, doc_of, doc_position, keys)
+        if matches is None:
+            return {}
+        summary = _summarise(matches, n)
+        doc_l, part_l, position_l = matches.doc.tolist(), matches.part.tolist(), matches.position.tolist()
+        findings: Findings = {}
+        joined: dict[int, str] = {}
+        group = 0
+        for k, (lo, hi) in enumerate(itertools.pairwise([*summary.examples, len(doc_l)])):
+            e = int(matches.example[lo])
+            positions = summary.positions[k]
+            parts = part_units[e]
+            r, size, f = summary.longest[k], summary.longest_units[k], summary.first[k]
+            with_answer = None
+            # no document can hold the whole input when a part long enough for an n-gram has none in any
+            hopeless = any(len(units) >= n and i not in positions for i, units in enumerate(parts))
+            while group < len(summary.groups) and summary.groups[group] < hi:  # the example's documents, in order
+                g_lo = summary.groups[group]
+                g_hi = summary.groups[group + 1] if group + 1 < len(summary.groups) else len(doc_l)
+                group += 1
+                d = doc_l[g_lo]
+                if with_answer is None and not hopeless:
+                    if d not in joined:
+                        joined[d] = f"{joiner}{joiner.join(doc_units[d])}{joiner}"
+                    if self._holds_answer(e, set(part_l[g_lo:g_hi]), joined[d]):
+                        with_answer = self._location(chunk, lines, offsets, d)
+            findings[e] = Found(positions, size, joiner.join(parts[part_l[r]][position_l[r]:position_l[r] + size]),
+                                self._location(chunk, lines, offsets, doc_l[r]),
+                                self._location(chunk, lines, offsets, doc_l[f]),
+                                joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n]), with_answer)
+        return findings
+
+    def _checked(self, doc_units: dict[int, list[str]], doc_of: np.ndarray, doc_position: np.ndarray,
+                 keys: np.ndarray) -> Matches | None:
+        """Every posting of every hit whose n units are the example's (None if none is), gathered with numpy
+        (one Python object per posting was most of the time on a corpus with many hits)."""
+        index, n = self.index, self.index.settings.n
+        part_units = index.part_units
+        starts, ends = index.offsets[keys], index.offsets[keys + 1]
+        counts = ends - starts
+        posting = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        columns = (np.repeat(doc_of, counts), np.repeat(doc_position, counts), index.example_of[posting],
+                   index.part_of[posting], index.position_of[posting])
+        ok = np.fromiter((part_units[e][p][q:q + n] == doc_units[d][w:w + n]
+                          for d, w, e, p, q in zip(*(c.tolist() for c in columns))), dtype=bool, count=len(posting))
+        if not ok.any():
+            return None
+        doc, where, example, part, position = (c[ok] for c in columns)
+        order = np.lexsort((position, where - position, part, doc, example))
+        return Matches(doc[order], where[order], example[order], part[order], position[order])
+
+    @staticmethod
+    def _location(chunk: Chunk, lines: Mapping[int, int] | list[int], offsets: Mapping[int, int] | list[int] | None,
+                  doc: int) -> Location:
+        return Location(chunk.file_index, lines[doc], chunk.shown, None if offsets is None else offsets[doc])
+
+    def _holds_answer(self, example: int, found_parts: set[int], text: str) -> bool:
+        """Whether this document (its units joined, with a joiner at both ends) holds the example's whole input
+        and its answer: each input part long enough for an n-gram has one here, each shorter part and each
+        answer part is here as it is (whole units)."""
+        settings = self.index.settings
+        joiner = settings.joiner
+        for part, part_units in enumerate(self.index.part_units[example]):
+            if len(part_units) >= settings.n:
+                if part not in found_parts:
+                    return False
+            elif part_units and f"{joiner}{joiner.join(part_units)}{joiner}" not in text:
+                return False
+        return all(f"{joiner}{answer}{joiner}" in text for answer in self.index.answer_texts[example])
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A chunk's checked matches, ordered by (example, document, part, diagonal, position): a group is one
+    example in one document, a run consecutive n-grams on one diagonal (where - position)."""
+
+    doc: np.ndarray
+    where: np.ndarray  # the n-gram's first unit in the document
+    example: np.ndarray
+    part: np.ndarray
+    position: np.ndarray  # the n-gram's first unit in the example's part
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Per example of a chunk's matches (in their order): where its matches start, its positions per part, its
+    longest run (a match index and its length in units) and its first match; and where each group starts."""
+
+    examples: list[int]
+    positions: list[dict[int, set[int]]]
+    longest: list[int]
+    longest_units: list[int]
+    first: list[int]
+    groups: list[int]
+
+
+def _summarise(matches: Matches, n: int) -> Summary:
+    """Each example's positions, longest run and first match once per chunk, in numpy (per-match Python, and a
+    result per document merged, were most of the time of a corpus with many hits)."""
+    doc, where, example, part, position = matches.doc, matches.where, matches.example, matches.part, matches.position
+    example_start = _starts(example)
+    group_start = example_start | _starts(doc)
+    run_start = group_start | _starts(part) | _starts(where - position)
+    run_start[1:] |= position[1:] != position[:-1] + 1
+    runs = np.flatnonzero(run_start)
+    run_units = np.diff(runs, append=len(doc)) + n - 1
+    example_of = np.cumsum(example_start) - 1
+    # the longest run: ties to the earlier document (as Found.merge keeps), then part, then position
+    best = _first_per_group(np.lexsort((position[runs], part[runs], doc[runs], -run_units, example_of[runs])),
+                            example_of[runs])
+    # the first match: the earliest document, then its earliest position, then part and position
+    first = _first_per_group(np.lexsort((position, part, where, doc, example_of)), example_of)
+    # each example's positions per part: (example, part, position) sorted, a set per (example, part)
+    by_part = np.lexsort((position, part, example))
+    example_sorted, part_sorted, position_sorted = example_of[by_part], part[by_part], position[by_part].tolist()
+    bounds = np.flatnonzero(_starts(example_sorted) | _starts(part_sorted)).tolist()
+    positions: list[dict[int, set[int]]] = [{} for _ in range(int(example_of[-1]) + 1)]
+    for lo, hi in itertools.pairwise([*bounds, len(position_sorted)]):
+        positions[int(example_sorted[lo])][int(part_sorted[lo])] = set(position_sorted[lo:hi])
+    return Summary(np.flatnonzero(example_start).tolist(), positions, runs[best].tolist(), run_units[best].tolist(),
+                   first.tolist(), np.flatnonzero(group_start).tolist())
+
+
+def _starts(values: np.ndarray) -> np.ndarray:
+    """Where a sorted array's value changes (the first item included)."""
+    changed = np.ones(len(values), dtype=bool)
+    changed[1:] = values[1:] != values[:-1]
+    return changed
+
+
+def _first_per_group(order: np.ndarray, group_of: np.ndarray) -> np.ndarray:
+    """The first of each group's items in `order` (a sort whose first key is the group), groups in order."""
+    grouped = group_of[order]
+    keep = np.ones(len(order), dtype=bool)
+    keep[1:] = grouped[1:] != grouped[:-1]
+    return order[keep]

@@ -20,14 +20,12 @@ from klue.cli import app
 runner = CliRunner()
 
 
-def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], object]]:
-    """(command path, click command) for every leaf command."""
-    click_group = typer.main.get_command(group)
-    for name, command in click_group.commands.items():  # type: ignore[attr-defined]
+def _commands(group: object, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], object]]:
+    """(command path, click command) for every leaf command of a click group, nested groups included (a typer
+    group of one command, `klue leaderboard user add`, is a group only inside its parent: walk the click tree)."""
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
         if hasattr(command, "commands"):
-            sub = next(g.typer_instance for g in group.registered_groups if g.name == name)
-            assert sub is not None
-            yield from _commands(sub, (*prefix, name))
+            yield from _commands(command, (*prefix, name))
         else:
             yield (*prefix, name), command
 
@@ -40,7 +38,7 @@ def _one_value_options(command: object) -> list[str]:
 def test_every_one_value_option_given_twice_is_refused_with_exit_2() -> None:
     checked = 0
     cli = typer.main.get_command(app)  # built once: rebuilding it per call takes most of the time
-    for path, command in _commands(app):
+    for path, command in _commands(cli):
         for option in _one_value_options(command):
             # standalone_mode=False: the usage error comes back as an exception, not drawn in a panel
             with pytest.raises(typer.BadParameter) as caught:

@@ -66,7 +66,7 @@ def private_guids_of(gold_path: Path, seed: int = 0, fraction: float = 0.5) -> s
 
 
 def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: tuple[str, ...] = ("alice", "bob", "root"),
-                 workers: int = 1) -> Served:
+                 workers: int = 1, api_only: tuple[tuple[str, str], ...] = ()) -> Served:
     """A site served by `workers` web processes (two where concurrent requests are what is tested) and one
     scoring worker: each process costs a Django start, on a machine the whole suite shares."""
     root.mkdir(parents=True, exist_ok=True)
@@ -75,7 +75,8 @@ def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: tu
     site = LiveSite.create(root / "site", write_config(root, gold_path, per_day, extra=extra_config))
     served = Served(site, LiveServer(site, workers=workers, scorers=1), gold, private_guids_of(gold_path), files=root)
     teams = {"alice": "Team A", "bob": "<script>alert(1)</script>", "root": "organisers"}
-    served.tokens.update(site.add_users((user, teams[user], PASSWORD, user == "root") for user in users))
+    served.tokens.update(site.add_users([(user, teams[user], PASSWORD, user == "root") for user in users]
+                                        + [(user, team, None, False) for user, team in api_only]))
     served.server.start()
     return served
 
@@ -83,7 +84,9 @@ def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: tu
 @pytest.fixture(scope="module")
 def nli_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     # Two web processes: test_service's concurrent attempts reach the database from both.
-    served = start_served(tmp_path_factory.mktemp("lb"), "limits: {upload_mib: 1}\n", workers=2)
+    # quinn and cora (API tokens only): test_service's quota tests, each a team with a fresh quota.
+    served = start_served(tmp_path_factory.mktemp("lb"), "limits: {upload_mib: 1}\n", workers=2,
+                          api_only=(("quinn", "Quota team"), ("cora", "Concurrent team")))
     try:
         yield served
     finally:

@@ -209,8 +209,7 @@ def _bad_file(served: Served, name: str) -> Path:
 
 
 def test_sixth_attempt_refused_whatever_the_first_five(nli_server: Served) -> None:
-    token = nli_server.site.add_user("quinn", "Quota team")
-    nli_server.tokens["quinn"] = token
+    token = nli_server.tokens["quinn"]
     too_big = nli_server.files / "big.jsonl"
     too_big.write_bytes(b" " * (1 << 20) + b"x")  # over the site's 1 MiB cap
     firsts = [_bad_file(nli_server, "bad1.jsonl"), too_big, _bad_file(nli_server, "bad2.jsonl"),
@@ -236,7 +235,7 @@ def test_sixth_attempt_refused_whatever_the_first_five(nli_server: Served) -> No
 
 
 def test_concurrent_attempts_keep_the_quota_exact(nli_server: Served) -> None:
-    token = nli_server.site.add_user("cora", "Concurrent team")
+    token = nli_server.tokens["cora"]
     path = nli_server.predictions(0.6, 0.6, 8)
     codes: list[int] = []
     barrier = threading.Barrier(10)

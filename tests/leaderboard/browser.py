@@ -8,14 +8,17 @@ driver or selenium is absent. Tests import it by name: `from browser import brow
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+INTERVAL = re.compile(r"^\[(\d+\.\d\d), (\d+\.\d\d)\]$")  # "[low, high]" as the pages write an interval
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
@@ -58,3 +61,46 @@ def browser() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_text(driver: Any, css: str, want: str, timeout: float = 120) -> str:
+    """Reload until the element's text is `want` (the page shows the status the server had when it rendered)."""
+    from selenium.webdriver.common.by import By
+
+    deadline = time.monotonic() + timeout
+    while True:
+        text = str(driver.find_element(By.CSS_SELECTOR, css).text)
+        if text == want or time.monotonic() > deadline:
+            return text
+        time.sleep(0.3)
+        driver.refresh()
+
+
+def log_in(driver: Any, url: str, user: str, password: str) -> None:
+    """Through the login form; the browser's cookies first cleared (cookies ignore the port: another test's
+    session on 127.0.0.1 would be sent to this server too)."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{url}/login")
+    driver.delete_all_cookies()
+    driver.get(f"{url}/login")
+    driver.find_element(By.ID, "username").send_keys(user)
+    driver.find_element(By.ID, "password").send_keys(password)
+    driver.find_element(By.ID, "login").click()
+    assert driver.current_url.endswith("/team"), driver.page_source[:2000]
+
+
+def upload(driver: Any, url: str, task: str, name: str, predictions: Path) -> int:
+    """Through the upload form; the new submission's id (its page is where the form leads)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    driver.get(f"{url}/submit")
+    assert driver.find_elements(By.ID, "name"), driver.page_source[:3000]
+    Select(driver.find_element(By.ID, "task")).select_by_value(task)
+    driver.find_element(By.ID, "name").send_keys(name)
+    driver.find_element(By.ID, "predictions").send_keys(str(predictions))
+    driver.find_element(By.ID, "send").click()
+    match = re.search(r"/submissions/(\d+)$", driver.current_url)
+    assert match, driver.current_url
+    return int(match[1])

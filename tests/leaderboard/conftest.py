@@ -8,7 +8,7 @@ Use:
         answer = nli_server.server.submit(nli_server.tokens["alice"], some_file)   # httpx.Response
         nli_server.server.wait_scored(nli_server.tokens["alice"], [answer.json()["id"]])
 
-`nli_server` is one server per test module (SQLite, quota 5 per day, upload cap 1 MiB, two teams: alice in "Team A" with
+`nli_server` is one server per test module (SQLite, two web processes, quota 5 per day, upload cap 1 MiB, two teams: alice in "Team A" with
 password `PASSWORD`, bob in "<script>alert(1)</script>", and an admin `root`); `make_served(tmp, extra_config)`
 starts another (e.g. `public_ranking: ladder`) and stops it at the end of the module. `predictions(accuracy_public,
 accuracy_private, seed)` writes a prediction file whose accuracy differs on the two parts (so a private number
@@ -66,22 +66,27 @@ def private_guids_of(gold_path: Path, seed: int = 0, fraction: float = 0.5) -> s
 
 
 def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: tuple[str, ...] = ("alice", "bob", "root"),
-                 scorers: int = 2) -> Served:
+                 workers: int = 1, api_only: tuple[tuple[str, str], ...] = ()) -> Served:
+    """A site served by `workers` web processes (two where concurrent requests are what is tested) and one
+    scoring worker: each process costs a Django start, on a machine the whole suite shares."""
     root.mkdir(parents=True, exist_ok=True)
     gold_path = root / "nli_dev.json"
     gold = write_nli_gold(gold_path, N_EXAMPLES, seed=7)
     site = LiveSite.create(root / "site", write_config(root, gold_path, per_day, extra=extra_config))
-    served = Served(site, LiveServer(site, scorers=scorers), gold, private_guids_of(gold_path), files=root)
+    served = Served(site, LiveServer(site, workers=workers, scorers=1), gold, private_guids_of(gold_path), files=root)
     teams = {"alice": "Team A", "bob": "<script>alert(1)</script>", "root": "organisers"}
-    for user in users:
-        served.tokens[user] = site.add_user(user, teams[user], password=PASSWORD, admin=user == "root")
+    served.tokens.update(site.add_users([(user, teams[user], PASSWORD, user == "root") for user in users]
+                                        + [(user, team, None, False) for user, team in api_only]))
     served.server.start()
     return served
 
 
 @pytest.fixture(scope="module")
 def nli_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    served = start_served(tmp_path_factory.mktemp("lb"), "limits: {upload_mib: 1}\n")
+    # Two web processes: test_service's concurrent attempts reach the database from both.
+    # quinn and cora (API tokens only): test_service's quota tests, each a team with a fresh quota.
+    served = start_served(tmp_path_factory.mktemp("lb"), "limits: {upload_mib: 1}\n", workers=2,
+                          api_only=(("quinn", "Quota team"), ("cora", "Concurrent team")))
     try:
         yield served
     finally:

@@ -96,6 +96,18 @@ class LiveSite:
         self.tokens[name] = token
         return token
 
+    def add_users(self, users: Iterable[tuple[str, str, str | None, bool]]) -> dict[str, str]:
+        """`klue leaderboard user add` for each (name, team, password or None, admin), all in one process (one
+        interpreter and one Django start instead of one each: about 1.3 CPU-seconds a user); name -> token."""
+        specs = [[name, team, password, admin] for name, team, password, admin in users]
+        done = subprocess.run([sys.executable, "-c", _ADD_USERS, str(self.root), json.dumps(specs)], check=False,
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise AssertionError(f"klue leaderboard user add exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        tokens: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
+        self.tokens.update(tokens)
+        return tokens
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows straight from the site's database (SQLite file or PostgreSQL), read-only use."""
         if self.db is None:
@@ -105,6 +117,25 @@ class LiveSite:
 
         with psycopg.connect(self.db) as conn:
             return list(conn.execute(sql, params).fetchall())
+
+
+# The `klue` command's own app, called once per user in one process (the password through --password-env, as
+# a host gives it); each call's stdout is the token it prints.
+_ADD_USERS = """
+import contextlib, io, json, os, sys
+from klue.cli import app
+site, tokens = sys.argv[1], {}
+for name, team, password, admin in json.loads(sys.argv[2]):
+    args = ["leaderboard", "user", "add", site, "--name", name, "--team", team] + (["--admin"] if admin else [])
+    if password:
+        os.environ["KLUE_TEST_PASSWORD"] = password
+        args += ["--password-env", "KLUE_TEST_PASSWORD"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        app(args, standalone_mode=False)
+    tokens[name] = printed.getvalue().strip()
+print(json.dumps(tokens))
+"""
 
 
 class PortTaken(Exception):

@@ -10,7 +10,7 @@ import pytest
 from live_site import klue, write_nli_gold
 
 from klue.errors import DataError
-from klue.leaderboard.config import load_config
+from klue.leaderboard.config import Service, load_config
 from klue.leaderboard.service import read_config
 
 
@@ -27,12 +27,15 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_a_full_configuration_is_read(tmp_path: Path) -> None:
     path = write(tmp_path, "title: 수업 리더보드\ntasks:\n  NLI: {gold: dev.json, private_fraction: 0.3}\n"
                            "quota: {per_day: 3}\npublic_ranking: ladder\nfinal_submissions: 1\n"
-                           "limits: {upload_mib: 8, cpu_seconds: 60}\n")
+                           "limits: {upload_mib: 8, cpu_seconds: 60}\n"
+                           "service: {heartbeat_s: 0.5, lost_after_s: 3, sqlite_timeout_s: 10}\n")
     config = load_config(path, known)
     assert config.title == "수업 리더보드"
     assert [(t.name, t.gold, t.private_fraction) for t in config.tasks] == [("nli", tmp_path / "dev.json", 0.3)]
     assert (config.per_day, config.public_ranking, config.final_submissions) == (3, "ladder", 1)
     assert (config.limits.upload_mib, config.limits.cpu_seconds, config.limits.decompressed_mib) == (8, 60, 256)
+    assert config.service == Service(0.5, 3.0, 10.0)
+    assert Service.of(config.to_json()) == config.service  # as site.json keeps it, for the worker and /status
 
 
 def test_defaults(tmp_path: Path) -> None:
@@ -40,6 +43,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert (config.per_day, config.public_ranking, config.final_submissions, config.limits.upload_mib) == (
         5, "plain", 2, 64)
     assert config.tasks[0].private_fraction == 0.5
+    assert config.service == Service(heartbeat_s=2.0, lost_after_s=15.0, sqlite_timeout_s=30.0)
+    assert Service.of({}) == config.service  # a site made before `service` existed
 
 
 @pytest.mark.parametrize(("text", "line", "words"), [
@@ -52,6 +57,8 @@ def test_defaults(tmp_path: Path) -> None:
     ("title: t\ntasks:\n  nli: {gold: a.json}\nquota: {per_day: 0}\n", 4, "at least 1"),
     ("title: t\ntasks:\n  nli: {private_fraction: 0.5}\n", 3, "needs `gold`"),
     ("title: t\ntasks: [1, 2\n", 3, "not YAML"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nservice: {sqlite_timeout_s: -1}\n", 4, "positive number"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nservice: {heartbeat_s: 2, lost_after_s: 3}\n", 4, "two heartbeats"),
 ])
 def test_problems_name_their_line(tmp_path: Path, text: str, line: int, words: str) -> None:
     with pytest.raises(DataError) as caught:

@@ -135,9 +135,9 @@ def test_jobs_of_a_silent_worker_are_requeued(django_site: dict[str, Any]) -> No
     from django_tasks_db.models import DBTaskResult
 
     from klue.leaderboard.models import WorkerHeartbeat
-    from klue.leaderboard.worker import LOST_S, requeue_lost
+    from klue.leaderboard.worker import requeue_lost, timing
 
-    old = timezone.now() - dt.timedelta(seconds=LOST_S * 4)
+    old = timezone.now() - dt.timedelta(seconds=timing().lost_after_s * 4)
     WorkerHeartbeat.objects.create(worker_id="dead", host="h", pid=1, beat_at=old)
     WorkerHeartbeat.objects.create(worker_id="alive", host="h", pid=2, beat_at=timezone.now())
     common = {"args_kwargs": {"args": [1, 0], "kwargs": {}}, "task_path": "klue.leaderboard.jobs.score_submission",

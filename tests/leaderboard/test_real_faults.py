@@ -1,6 +1,8 @@
 """Faults on a live server (issue 38, "Real parts in tests"): a scoring worker killed mid-job, the whole server
-killed and restarted, the SQLite database locked by another process. In each, nothing accepted is lost and
-nothing is scored twice; what the database says is read straight from it.
+killed and restarted, the SQLite database locked by another process past its busy timeout. In each, nothing
+accepted is lost and nothing is scored twice; what the database says is read straight from it. The site's
+`service` timing is short (a beat every 0.5 s, a worker lost after 2 s, a 2 s busy timeout) so the faults
+take seconds, not the defaults' 15 s and 30 s.
 """
 
 from __future__ import annotations
@@ -9,17 +11,19 @@ import json
 import os
 import signal
 import sqlite3
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from live_site import LiveServer, LiveSite, write_config, write_nli_gold, write_nli_predictions
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
-LOST_AFTER_S = 15.0  # klue.leaderboard.worker.LOST_S: a job's worker is lost after this long without a beat
+LOST_AFTER_S = 2.0  # the site's service.lost_after_s: a job's worker is lost after this long without a beat
+BUSY_TIMEOUT_S = 2.0  # service.sqlite_timeout_s
+SERVICE = f"service: {{heartbeat_s: 0.5, lost_after_s: {LOST_AFTER_S}, sqlite_timeout_s: {BUSY_TIMEOUT_S}}}\n"
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +31,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     base = tmp_path_factory.mktemp("fault-site")
     # Enough examples that a job runs long enough to be caught mid-way, still seconds in all.
     gold = write_nli_gold(base / "nli_dev.json", 5000)
-    site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", per_day=5))
-    for name in ("worker", "crash", "lock"):
-        site.add_user(name, f"team-{name}")
+    site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", per_day=5, extra=SERVICE))
+    site.add_users((name, f"team-{name}", None, False) for name in ("worker", "crash", "lock"))
     for i in range(4):
         write_nli_predictions(gold, base / f"p{i}.jsonl", accuracy=0.5 + 0.1 * i, seed=i)
-    server = LiveServer(site, workers=2, scorers=1).start()
+    server = LiveServer(site, workers=1, scorers=1).start()
     try:
         yield server
     finally:
@@ -76,8 +79,9 @@ def test_worker_killed_mid_job_is_requeued_and_scored_once(live: LiveServer) -> 
 
     done = live.wait_scored(token, [submission], timeout=LOST_AFTER_S + 120)[submission]
     assert done["status"] == "scored", done
-    # Requeued only once the killed worker's heartbeat was older than LOST_S, not at once.
-    assert time.monotonic() - killed_at >= LOST_AFTER_S - 3
+    # Requeued only once the killed worker's heartbeat was older than lost_after_s, not at once (its last beat
+    # was at most one beat, 0.5 s, before the kill).
+    assert time.monotonic() - killed_at >= LOST_AFTER_S - 0.6
     assert _scores_of(site, submission) == [0]  # scored exactly once
     job_status, workers = _job_of(site, submission)
     # Claimed twice: by the killed worker, then by its replacement.
@@ -85,33 +89,40 @@ def test_worker_killed_mid_job_is_requeued_and_scored_once(live: LiveServer) -> 
     assert "starting another" in live.log()  # the supervisor replaced the dead worker
 
 
-def test_database_locked_waits_then_lands_once(live: LiveServer) -> None:
-    """Another process holds SQLite's write lock for 3 s: the submission waits (busy timeout), then is stored
-    once; it is neither refused nor lost, and the quota counts it once."""
+def test_database_locked_past_its_timeout_answers_503_and_klue_submit_retries(live: LiveServer) -> None:
+    """Another process holds SQLite's write lock past the site's busy timeout: the submission waits the
+    timeout, then answers 503 with Retry-After and nothing is stored; `klue submit` tries again, and once the
+    lock is gone its retry is stored once and counts once toward the quota."""
     site, base = live.site, live.site.root.parent
-    token, hold_s = site.tokens["lock"], 3.0
+    token = site.tokens["lock"]
     holder = sqlite3.connect(site.root / "db.sqlite3", timeout=30, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
-    result: dict[str, Any] = {}
-
-    def send() -> None:
+    try:
         started = time.monotonic()
-        response = live.submit(token, base / "p2.jsonl", name="patient")
-        result.update(code=response.status_code, body=response.json(), took=time.monotonic() - started)
-
-    sender = threading.Thread(target=send)
-    sender.start()
-    time.sleep(hold_s)
-    assert sender.is_alive(), f"answered while the database was locked: {result}"
-    holder.execute("COMMIT")
-    holder.close()
-    sender.join(timeout=120)
-    assert result["code"] == 201, result
-    submission = result["body"]["id"]
+        busy = live.submit(token, base / "p2.jsonl", name="refused")
+        waited = time.monotonic() - started
+        assert busy.status_code == 503, busy.text
+        assert int(busy.headers["Retry-After"]) > 0 and "nothing was recorded" in busy.json()["error"]
+        assert waited >= BUSY_TIMEOUT_S - 0.2, f"answered after {waited:.1f} s, before the busy timeout"
+        sender = subprocess.Popen([sys.executable, "-m", "klue", "submit", "--server", live.url, "--task", "nli",
+                                   "--predictions", str(base / "p2.jsonl"), "--name", "patient", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "KLUE_TOKEN": token})
+        deadline = time.monotonic() + 120
+        while live.log().count("answered 503") < 2 and time.monotonic() < deadline and sender.poll() is None:
+            time.sleep(0.1)
+        assert live.log().count("answered 503") >= 2, live.log()  # klue submit's first try met the lock
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    out, err = sender.communicate(timeout=120)
+    assert sender.returncode == 0 and "busy" in err, (out, err)
+    submission = json.loads(out)["id"]
     assert live.wait_scored(token, [submission])[submission]["status"] == "scored"
     assert _scores_of(site, submission) == [0]
-    assert site.query("SELECT count(*) FROM leaderboard_submission s JOIN leaderboard_team t ON t.id = s.team_id "
-                      "WHERE t.name = 'team-lock'") == [(1,)]
+    stored = site.query("SELECT s.name FROM leaderboard_submission s JOIN leaderboard_team t ON t.id = s.team_id "
+                        "WHERE t.name = 'team-lock'")
+    assert stored == [("patient",)]  # the 503s stored nothing
     assert live.get("/api/team", token).json()["quota"]["used"]["nli"] == 1
 
 

@@ -27,7 +27,8 @@ def test_locust_run_loses_nothing_and_holds_quota(tmp_path: Path) -> None:
         pytest.skip("locust absent: pip install locust")
     gold = write_nli_gold(tmp_path / "nli_dev.json", 200)
     site = LiveSite.create(tmp_path / "site", write_config(tmp_path, tmp_path / "nli_dev.json", PER_DAY))
-    tokens = [site.add_user(f"user{i}", f"team{i}") for i in range(TEAMS)]
+    added = site.add_users((f"user{i}", f"team{i}", None, False) for i in range(TEAMS))
+    tokens = [added[f"user{i}"] for i in range(TEAMS)]
     files = [write_nli_predictions(gold, tmp_path / f"p{i}.jsonl", 0.6 + 0.1 * i, seed=i) for i in range(3)]
     server = LiveServer(site, workers=2, scorers=1).start()
     try:

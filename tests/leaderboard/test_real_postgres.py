@@ -25,12 +25,12 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory,
     gold = write_nli_gold(base / "nli_dev.json", 240)
     site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", PER_DAY),
                            db=postgres_server.new_database("lb"))
-    for name, team in (("alice", "Team A"), ("bob", "Team B"), ("carol", "Team C")):
-        site.add_user(name, team)
+    site.add_users((name, team, None, False) for name, team in (("alice", "Team A"), ("bob", "Team B"),
+                                                                 ("carol", "Team C")))
     for name, accuracy in (("good", 0.95), ("poor", 0.4)):
         write_nli_predictions(gold, base / f"{name}.jsonl", accuracy, seed=len(name))
-    # Three web workers: the concurrent submissions below reach the database from three processes at once.
-    server = LiveServer(site, workers=3, scorers=1).start()
+    # Two web workers: the concurrent submissions below reach the database from two processes at once.
+    server = LiveServer(site, workers=2, scorers=1).start()
     try:
         yield server
     finally:

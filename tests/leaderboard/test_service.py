@@ -1,8 +1,9 @@
 """The leaderboard end to end, as its users meet it: one real server per module (`klue leaderboard serve` on
-SQLite, 127.0.0.1), submissions from `klue submit` and the API, ranks with intervals and groups, quotas
-that count every attempt (under concurrency too), nothing private before `reveal`, and the security rules
-(tokens, CSRF, 404s, escaping, headers, admin, login rate limit). The reveal test runs last: it cannot be
-undone on the module's site."""
+SQLite, 127.0.0.1), submissions from `klue submit`, the API and a real browser (chromium through Selenium:
+log in, upload, read the score and the rank), ranks with intervals and groups, quotas that count every
+attempt (under concurrency too), nothing private before `reveal`, and the security rules (tokens, CSRF, 404s,
+escaping, headers, admin, login rate limit). The reveal test runs last: it cannot be undone on the module's
+site."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from browser import INTERVAL, browser, log_in, upload, wait_text  # noqa: F401  # browser: the fixture, by name
 from live_site import klue
 
 from conftest import PASSWORD, Served, csrf_of, session
@@ -80,6 +82,38 @@ def test_ranks_intervals_and_groups(nli_server: Served, scored: dict[str, Any]) 
     assert "separates them" in page and "accuracy" in page
 
 
+def test_browser_logs_in_uploads_and_reads_the_rank(nli_server: Served, scored: dict[str, Any],
+                                                   browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """bob's team (`<script>...`) through chromium: the form's submission is scored, its page shows the score
+    in its interval, and the board shows the team's name as text, its rank, the same interval and the model
+    as `name (#id)`."""
+    from selenium.webdriver.common.by import By
+
+    url = nli_server.server.url
+    log_in(browser, url, "bob", PASSWORD)
+    browser.get(f"{url}/submit")
+    assert "resets at" in browser.find_element(By.TAG_NAME, "body").text  # the page says when the quota resets
+    # 0.7 public: above bob's first submission (0.6), below Team A's 0.9, so it is bob's entry, second.
+    pk = upload(browser, url, "nli", "브라우저 모델", nli_server.predictions(0.7, 0.85, 9, name="browser.jsonl"))
+    assert wait_text(browser, "#status", "scored") == "scored"
+    score = float(browser.find_element(By.ID, "task-score").text)
+    interval = INTERVAL.match(browser.find_element(By.ID, "task-interval").text)
+    assert interval and float(interval[1]) <= score <= float(interval[2])
+
+    browser.get(url + "/")
+    table = browser.find_element(By.CSS_SELECTOR, "h2 a[href='/tasks/nli']").find_element(
+        By.XPATH, "../following-sibling::table[1]")
+    rows = [[cell.text for cell in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in table.find_elements(By.TAG_NAME, "tr")[1:]]
+    ours = next(row for row in rows if row[1] == XSS)  # the script tag shows as text: it was escaped
+    assert ours[0] == "2" and ours[2] == f"브라우저 모델 (#{pk})", rows
+    assert float(ours[3]) == pytest.approx(score, abs=0.006) and ours[4] == f"[{interval[1]}, {interval[2]}]"
+    assert ours[5]  # the row says in words how it stands against the one above
+    assert browser.execute_script("return document.querySelectorAll('td.team script').length") == 0
+    browser.save_screenshot(str(tmp_path / "leaderboard-board.png"))  # for a person to look at
+    assert (tmp_path / "leaderboard-board.png").stat().st_size > 10_000
+
+
 def test_final_submissions_are_marked_with_select(nli_server: Served, scored: dict[str, Any]) -> None:
     env = {**os.environ, "KLUE_TOKEN": nli_server.tokens["bob"]}
 
@@ -94,7 +128,9 @@ def test_final_submissions_are_marked_with_select(nli_server: Served, scored: di
 
 
 def test_names_are_escaped_everywhere(nli_server: Served, scored: dict[str, Any]) -> None:
-    for path in ("/", "/tasks/nli", f"/submissions/{scored['bob']['id']}"):
+    rows = nli_server.server.get("/api/leaderboard").json()["public"]["tasks"]["nli"]
+    entry = next(r["submission"] for r in rows if r["team"] == XSS)  # on the board: its page is public
+    for path in ("/", "/tasks/nli", f"/submissions/{entry}"):
         page = nli_server.server.get(path).text
         assert XSS not in page, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page, path
@@ -173,8 +209,7 @@ def _bad_file(served: Served, name: str) -> Path:
 
 
 def test_sixth_attempt_refused_whatever_the_first_five(nli_server: Served) -> None:
-    token = nli_server.site.add_user("quinn", "Quota team")
-    nli_server.tokens["quinn"] = token
+    token = nli_server.tokens["quinn"]
     too_big = nli_server.files / "big.jsonl"
     too_big.write_bytes(b" " * (1 << 20) + b"x")  # over the site's 1 MiB cap
     firsts = [_bad_file(nli_server, "bad1.jsonl"), too_big, _bad_file(nli_server, "bad2.jsonl"),
@@ -200,7 +235,7 @@ def test_sixth_attempt_refused_whatever_the_first_five(nli_server: Served) -> No
 
 
 def test_concurrent_attempts_keep_the_quota_exact(nli_server: Served) -> None:
-    token = nli_server.site.add_user("cora", "Concurrent team")
+    token = nli_server.tokens["cora"]
     path = nli_server.predictions(0.6, 0.6, 8)
     codes: list[int] = []
     barrier = threading.Barrier(10)

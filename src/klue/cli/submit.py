@@ -19,6 +19,8 @@ from klue.cli._common import fail
 
 REFUSED = 2  # the server refused the submission (quota, a rejected file): its reason on stderr (README, "Exit codes")
 UNREACHABLE = 3
+BUSY_RETRIES = 4  # a 503 (the server's database busy; nothing was recorded) is tried again this many times
+MAX_WAIT_S = 30.0
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +41,23 @@ def _multipart(fields: dict[str, str], file_field: str, path: Path) -> tuple[byt
 
 def _call(server: str, path: str, token: str, body: bytes | None = None, content_type: str | None = None,
           timeout: float = 300) -> tuple[int, dict[str, Any]]:
+    """The server's status and JSON answer. A 503 (busy: the server recorded nothing) is sent again after its
+    Retry-After (else 2, 4, 8, ... s), BUSY_RETRIES times, then exits UNREACHABLE. Nothing else is retried:
+    a connection lost after the upload may have stored the submission, and a second one would cost quota."""
+    for attempt in range(BUSY_RETRIES + 1):
+        status, answer, retry_after = _call_once(server, path, token, body, content_type, timeout)
+        if status != 503:
+            return status, answer
+        if attempt < BUSY_RETRIES:
+            pause = min(MAX_WAIT_S, retry_after if retry_after is not None else 2.0 ** (attempt + 1))
+            print(f"klue: {server} is busy ({answer.get('error', 'HTTP 503')}); trying again in {pause:.0f} s",
+                  file=sys.stderr)
+            time.sleep(pause)
+    fail(f"{server}: still busy after {BUSY_RETRIES + 1} tries: {answer.get('error', 'HTTP 503')}", UNREACHABLE)
+
+
+def _call_once(server: str, path: str, token: str, body: bytes | None, content_type: str | None,
+               timeout: float) -> tuple[int, dict[str, Any], float | None]:
     request = urllib.request.Request(server.rstrip("/") + path, data=body, method="POST" if body is not None else "GET")
     request.add_header("Authorization", f"Bearer {token}")
     request.add_header("Accept", "application/json")
@@ -46,13 +65,15 @@ def _call(server: str, path: str, token: str, body: bytes | None = None, content
         request.add_header("Content-Type", content_type)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # the user's server URL
-            return response.status, json.loads(response.read() or b"{}")
+            return response.status, json.loads(response.read() or b"{}"), None
     except urllib.error.HTTPError as error:
         try:
             answer = json.loads(error.read() or b"{}")
         except json.JSONDecodeError:
             answer = {"error": f"HTTP {error.code} {error.reason}"}
-        return error.code, answer if isinstance(answer, dict) else {"error": str(answer)}
+        retry_after = error.headers.get("Retry-After", "") if error.headers is not None else ""
+        pause = float(retry_after) if retry_after.strip().isdigit() else None
+        return error.code, answer if isinstance(answer, dict) else {"error": str(answer)}, pause
     except (urllib.error.URLError, OSError) as error:
         fail(f"{server}: the leaderboard does not answer ({getattr(error, 'reason', error)})", UNREACHABLE)
 
@@ -94,7 +115,7 @@ def submit_command(
     """Send PREDICTIONS for TASK to a leaderboard; prints the submission's id (with --wait, its public score).
 
     A refused submission (the daily quota used up, a file the judge rejects, no or a wrong token) exits with
-    status 2 and the reason on stderr; a server that does not answer, 3.
+    status 2 and the reason on stderr; a server that does not answer, or stays busy (503) after a few tries, 3.
     """
     token = os.environ.get(token_env, "").strip()
     if not token:

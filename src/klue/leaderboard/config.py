@@ -28,10 +28,11 @@ from klue.errors import DataError, Problem
 
 RANKINGS = ("plain", "ladder")
 DEFAULT_UPLOAD_MIB = 64
-TOP_KEYS = {"title", "tasks", "quota", "public_ranking", "final_submissions", "seed", "limits"}
+TOP_KEYS = {"title", "tasks", "quota", "public_ranking", "final_submissions", "seed", "limits", "service"}
 TASK_KEYS = {"gold", "private_fraction", "format"}
 QUOTA_KEYS = {"per_day"}
 LIMIT_KEYS = {"upload_mib", "decompressed_mib", "cpu_seconds", "memory_mib"}
+SERVICE_KEYS = {"heartbeat_s", "lost_after_s", "sqlite_timeout_s"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,22 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Service:
+    """The service's timing: a scoring worker beats every `heartbeat_s`; a job whose worker has not beaten for
+    `lost_after_s` is requeued (so it must be a few beats); a request waits `sqlite_timeout_s` for SQLite's
+    write lock before it answers 503 (docs/leaderboard.md, "Serving")."""
+
+    heartbeat_s: float = 2.0
+    lost_after_s: float = 15.0
+    sqlite_timeout_s: float = 30.0
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> Service:
+        """The timing recorded in a site's configuration (site.json; sites made before it: the defaults)."""
+        return cls(**config.get("service", {}))
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     title: str
     tasks: tuple[TaskConfig, ...]
@@ -63,11 +80,12 @@ class SiteConfig:
     final_submissions: int = 2
     seed: int = 0  # the public/private split's seed
     limits: Limits = field(default_factory=Limits)
+    service: Service = field(default_factory=Service)
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "per_day": self.per_day, "public_ranking": self.public_ranking,
                 "final_submissions": self.final_submissions, "seed": self.seed,
-                "limits": vars(self.limits).copy(),
+                "limits": vars(self.limits).copy(), "service": vars(self.service).copy(),
                 "tasks": {t.name: {"private_fraction": t.private_fraction} for t in self.tasks}}
 
 
@@ -101,6 +119,15 @@ class _Reader:
             self.error(node, f"{what} must be a single value")
             return None
         return yaml.safe_load(yaml.serialize(node))
+
+    def seconds(self, node: yaml.Node | None, what: str, default: float) -> float:
+        if node is None:
+            return default
+        value = self.scalar(node, what)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not (math.isfinite(value) and value > 0):
+            self.error(node, f"{what} must be a positive number of seconds, not {value!r}")
+            return default
+        return float(value)
 
     def integer(self, node: yaml.Node | None, what: str, default: int, low: int) -> int:
         if node is None:
@@ -148,9 +175,10 @@ def load_config(path: Path, canonical: Canonical | None = None) -> SiteConfig:
     final = reader.integer(top.get("final_submissions"), "final_submissions", 2, 1)
     seed = reader.integer(top.get("seed"), "seed", 0, 0)
     limits = _limits(reader, top.get("limits"))
+    service = _service(reader, top.get("service"))
     if reader.problems:
         raise DataError(reader.problems)
-    return SiteConfig(str(title).strip(), tasks, per_day, str(ranking), final, seed, limits)
+    return SiteConfig(str(title).strip(), tasks, per_day, str(ranking), final, seed, limits, service)
 
 
 def _tasks(reader: _Reader, node: yaml.Node | None, root: yaml.Node, base: Path,
@@ -202,3 +230,18 @@ def _limits(reader: _Reader, node: yaml.Node | None) -> Limits:
                                          max(default.decompressed_mib, 4 * upload), 1),
                   reader.integer(entry.get("cpu_seconds"), "limits.cpu_seconds", default.cpu_seconds, 1),
                   reader.integer(entry.get("memory_mib"), "limits.memory_mib", default.memory_mib, 256))
+
+
+def _service(reader: _Reader, node: yaml.Node | None) -> Service:
+    if node is None:
+        return Service()
+    entry = reader.mapping(node, "service", SERVICE_KEYS)
+    default = Service()
+    service = Service(reader.seconds(entry.get("heartbeat_s"), "service.heartbeat_s", default.heartbeat_s),
+                      reader.seconds(entry.get("lost_after_s"), "service.lost_after_s", default.lost_after_s),
+                      reader.seconds(entry.get("sqlite_timeout_s"), "service.sqlite_timeout_s",
+                                     default.sqlite_timeout_s))
+    if service.lost_after_s < 2 * service.heartbeat_s:
+        reader.error(entry.get("lost_after_s", node), "service.lost_after_s must be at least two heartbeats "
+                                                      "(2 x service.heartbeat_s): a live worker would be taken for lost")
+    return service

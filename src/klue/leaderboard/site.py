@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from klue.errors import DataError
+from klue.leaderboard.config import Service
 
 SITE_FILE = "site.json"
 SITE_ENV = "KLUE_LEADERBOARD_SITE"
@@ -49,15 +50,16 @@ class Site:
         return data
 
 
-def database_settings(url: str | None, site: Site) -> dict[str, Any]:
+def database_settings(url: str | None, site: Site, sqlite_timeout_s: float = 30.0) -> dict[str, Any]:
     """Django's DATABASES["default"] for `url` (None: the site's SQLite file).
 
-    SQLite: WAL (readers never wait for the writer), a 30 s busy timeout, and IMMEDIATE transactions, so
+    SQLite: WAL (readers never wait for the writer), a busy timeout (`service.sqlite_timeout_s`; past it the
+    request answers 503, klue.leaderboard.middleware), and IMMEDIATE transactions, so
     every `transaction.atomic()` takes the write lock at its start: two quota checks never interleave.
     PostgreSQL: the quota transaction locks the team's row (`select_for_update`)."""
     if url is None:
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(site.sqlite_path),
-                "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE",
+                "OPTIONS": {"timeout": sqlite_timeout_s, "transaction_mode": "IMMEDIATE",
                             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}}
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
@@ -80,6 +82,7 @@ def settings_for(site: Site, data: dict[str, Any]) -> dict[str, Any]:
                            "django_tasks_db", "klue.leaderboard.apps.LeaderboardConfig"],
         "MIDDLEWARE": ["django.middleware.security.SecurityMiddleware",
                        "klue.leaderboard.middleware.security_headers",
+                       "klue.leaderboard.middleware.DatabaseBusy",
                        "django.contrib.sessions.middleware.SessionMiddleware",
                        "django.middleware.common.CommonMiddleware",
                        "django.middleware.csrf.CsrfViewMiddleware",
@@ -91,7 +94,8 @@ def settings_for(site: Site, data: dict[str, Any]) -> dict[str, Any]:
                        "OPTIONS": {"context_processors": ["django.template.context_processors.request",
                                                           "django.contrib.auth.context_processors.auth",
                                                           "django.contrib.messages.context_processors.messages"]}}],
-        "DATABASES": {"default": database_settings(data.get("db"), site)},
+        "DATABASES": {"default": database_settings(data.get("db"), site,
+                                                   Service.of(data["config"]).sqlite_timeout_s)},
         "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
         "TASKS": {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}},
         "USE_TZ": True,

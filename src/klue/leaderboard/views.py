@@ -43,7 +43,7 @@ from klue.leaderboard.models import (
 )
 from klue.leaderboard.scorer import JudgeFailure
 from klue.leaderboard.submissions import create_submission
-from klue.leaderboard.worker import LOST_S
+from klue.leaderboard.worker import timing
 
 LOGIN_WINDOW = dt.timedelta(minutes=15)
 LOGIN_FAILURES = 5  # per user name in the window, then 429 until it passes
@@ -391,10 +391,10 @@ def healthz(request: HttpRequest) -> HttpResponse:
 def status_json() -> dict[str, Any]:
     waiting = DBTaskResult.objects.filter(status="READY")
     oldest = waiting.order_by("enqueued_at").values_list("enqueued_at", flat=True).first()
-    now = timezone.now()
+    now, lost_after = timezone.now(), timing().lost_after_s
     workers = [{"worker": w.worker_id, "host": w.host, "pid": w.pid, "last_heartbeat": w.beat_at.isoformat(),
                 "seconds_ago": round((now - w.beat_at).total_seconds(), 1),
-                "state": "stopped" if w.stopped else ("lost" if (now - w.beat_at).total_seconds() > LOST_S
+                "state": "stopped" if w.stopped else ("lost" if (now - w.beat_at).total_seconds() > lost_after
                                                       else "alive")}
                for w in WorkerHeartbeat.objects.order_by("-beat_at")[:50]]
     return {"queue_length": waiting.count(), "running": DBTaskResult.objects.filter(status="RUNNING").count(),

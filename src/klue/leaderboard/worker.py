@@ -1,9 +1,9 @@
 """A scoring worker: django-tasks-db's `db_worker` (it claims jobs with `select_for_update(skip_locked)`),
 plus a heartbeat and the requeueing of jobs whose worker died.
 
-Each worker writes its heartbeat every `BEAT_S` seconds. Any worker, every `BEAT_S`, puts back in the queue
-the running jobs whose worker's heartbeat is older than `LOST_S` (or that no heartbeat names): a worker
-killed mid-job loses nothing. The job itself stores at most one score per (submission, generation)
+Each worker writes its heartbeat every `service.heartbeat_s` seconds (2 by default). Any worker, at every
+beat, puts back in the queue the running jobs whose worker's heartbeat is older than `service.lost_after_s`
+(15 by default; or that no heartbeat names): a worker killed mid-job loses nothing. The job itself stores at most one score per (submission, generation)
 (klue.leaderboard.jobs), so a job requeued while its first worker was only slow is not scored twice.
 """
 
@@ -21,10 +21,9 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from klue.leaderboard.models import WorkerHeartbeat
+from klue.leaderboard.config import Service
+from klue.leaderboard.models import WorkerHeartbeat, site_config
 
-BEAT_S = 2.0
-LOST_S = 15.0
 log = logging.getLogger("klue.leaderboard")
 
 
@@ -32,8 +31,15 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()[:30]}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def requeue_lost(lost_after: float = LOST_S) -> int:
-    """Put back the running jobs whose worker's heartbeat is older than `lost_after` seconds; their count."""
+def timing() -> Service:
+    """The site's heartbeat and lost-worker timing (its configuration's `service`)."""
+    return Service.of(site_config())
+
+
+def requeue_lost(lost_after: float | None = None) -> int:
+    """Put back the running jobs whose worker's heartbeat is older than `lost_after` seconds (the site's
+    `service.lost_after_s` by default); their count."""
+    lost_after = timing().lost_after_s if lost_after is None else lost_after
     cutoff = timezone.now() - dt.timedelta(seconds=lost_after)
     alive = set(WorkerHeartbeat.objects.filter(beat_at__gte=cutoff, stopped=False).values_list("worker_id", flat=True))
     requeued = 0
@@ -50,8 +56,8 @@ def requeue_lost(lost_after: float = LOST_S) -> int:
     return requeued
 
 
-def _beat(worker_id: str, stop: threading.Event) -> None:
-    while not stop.wait(BEAT_S):
+def _beat(worker_id: str, stop: threading.Event, every: float) -> None:
+    while not stop.wait(every):
         try:
             WorkerHeartbeat.objects.filter(worker_id=worker_id).update(beat_at=timezone.now())
             requeue_lost()
@@ -69,7 +75,7 @@ def run_worker(worker_id: str | None = None, max_tasks: int | None = None) -> No
         "host": socket.gethostname(), "pid": os.getpid(), "beat_at": timezone.now(), "stopped": False})
     requeue_lost()
     stop = threading.Event()
-    beater = threading.Thread(target=_beat, args=(worker_id, stop), name="heartbeat", daemon=True)
+    beater = threading.Thread(target=_beat, args=(worker_id, stop, timing().heartbeat_s), name="heartbeat", daemon=True)
     beater.start()
     options: dict[str, object] = {"worker_id": worker_id, "interval": 0.3, "reload": False,
                                   "startup_delay": False, "verbosity": 0}

@@ -10,6 +10,7 @@ within that). Rebuilding costs about a quarter second of CPU with 1,000 scored s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,22 +76,22 @@ def _version() -> str:
 
 
 def public_board() -> Board:
-    key = f"klue-board-public-{_version()}"
-    board: Board | None = cache.get(key)
-    if board is None:
-        board = build_public_board()
-        cache.set(key, board, BOARD_TTL_S)
-    return board
+    return _cached("public", build_public_board)
 
 
 def private_board() -> Board | None:
     """The private ranking, or None before `reveal`."""
     if not SiteState.revealed():
         return None
-    key = f"klue-board-private-{_version()}"
+    return _cached("private", build_private_board)
+
+
+def _cached(kind: str, build: Callable[[], Board]) -> Board:
+    """The board of `kind` from Django's cache, built anew when what it shows can have changed (`_version`)."""
+    key = f"klue-board-{kind}-{_version()}"
     board: Board | None = cache.get(key)
     if board is None:
-        board = build_private_board()
+        board = build()
         cache.set(key, board, BOARD_TTL_S)
     return board
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from klue.errors import DataError, ProblemLog
-from klue.io.text import read_text
+from klue.io.text import jsonl_objects, read_text
 from klue.metrics.resampling import LEVEL, Estimate, Side, Units, bootstrap, interval
 from klue.metrics.statistics import ExampleStatistics
 from klue.reporting.aggregate import Aggregate, Row
-from klue.reporting.intervals import REPORT_RESAMPLES, Test, interval_text, paired_test
-from klue.results import STATISTICS_FILE, RunStatistics, read_statistics
+from klue.reporting.intervals import REPORT_RESAMPLES, Test, interval_text, paired_test, row_statistics
+from klue.results import RunStatistics
 
 CONTAMINATION_TITLE = "Scores on the clean subset (contamination)"
 EXAMPLES_FILE = "examples.jsonl"  # SCAN/TASK/examples.jsonl, one object per example (klue contamination scan)
@@ -57,16 +57,9 @@ def read_scan(root: Path, by: str = "input") -> Scan:
         log = ProblemLog(str(path))
         text = read_text(path, log)
         marks: dict[str, bool] = {}
-        for number, line in enumerate((text or "").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as error:
-                log.error(f"line {number}", f"not JSON: {error.msg}")
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("guid"), str) or not isinstance(obj.get(key), bool):
-                log.error(f"line {number}", f"expected an object with a string `guid` and a true/false `{key}`")
+        for number, obj in jsonl_objects((text or "").splitlines(), log, "guid"):
+            if not isinstance(obj.get(key), bool):
+                log.error(f"line {number}", f"expected a true/false `{key}`")
                 continue
             marks[obj["guid"]] = obj[key]
         log.raise_if_errors()
@@ -139,13 +132,9 @@ HEADERS = ["Task", "Model", "Protocol", "clean / all", "Task score, all [95%]", 
 
 
 def _loaded(row: Row) -> list[RunStatistics] | None:
-    """The row's runs' per-example statistics, or None where one has none (scored before klue kept them)."""
-    out = []
-    for path, results in row.runs:
-        stats_path = path.parent / (results.statistics_file or STATISTICS_FILE)
-        if not stats_path.is_file():
-            return None
-        out.append(read_statistics(stats_path))
+    """The row's runs' per-example statistics, or None where one has none (scored before klue kept them) or
+    where its runs scored different examples."""
+    out = row_statistics(row)
     return out if out and all(s.guids == out[0].guids for s in out) else None
 
 

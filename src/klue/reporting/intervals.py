@@ -73,7 +73,9 @@ class Intervals:
         return self.rows.get(id(row))
 
 
-def _load(row: Row) -> list[RunStatistics] | None:
+def row_statistics(row: Row) -> list[RunStatistics] | None:
+    """The per-example statistics of each of the row's runs, or None where a run has none (scored before klue
+    kept them)."""
     out = []
     for path, results in row.runs:
         stats_path = path.parent / (results.statistics_file or STATISTICS_FILE)
@@ -111,7 +113,7 @@ def compute_intervals(agg: Aggregate, n_resamples: int = REPORT_RESAMPLES, seed:
     for task, info in agg.tasks.items():
         groups: dict[int, list[tuple[Row, list[RunStatistics]]]] = {}
         for row in agg.rows_for(task):
-            loaded = _load(row)
+            loaded = row_statistics(row)
             if loaded is None or any(s.guids != loaded[0].guids for s in loaded):
                 out.without_statistics += [p for p, _ in row.runs]
                 continue

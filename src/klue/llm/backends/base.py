@@ -204,7 +204,8 @@ class BackendBase:
 
     @property
     def gives_token_scores(self) -> bool:
-        return False
+        """A backend with the whole next-token distributions has each token's log-prob too."""
+        return self.gives_distributions
 
     @property
     def gives_distributions(self) -> bool:

@@ -162,10 +162,6 @@ class HfBackend(base.BackendBase):
     renders_chat = True  # the tokenizer's chat template gives the prompt as text
 
     @property
-    def gives_token_scores(self) -> bool:
-        return True
-
-    @property
     def gives_distributions(self) -> bool:
         """The whole next-token distribution is in hand (Min-K%++)."""
         return True

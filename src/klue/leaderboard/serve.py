@@ -32,7 +32,10 @@ class Supervisor:
         return {**os.environ, SITE_ENV: str(self.site), "OMP_NUM_THREADS": "1"}
 
     def web_command(self) -> list[str]:
-        return [sys.executable, "-m", "gunicorn", "--workers", str(self.web_workers), "--bind",
+        # gthread: a browser keeps idle connections open, and a sync worker waits on one while the next request
+        # queues (a 60 s stall with --workers 1); threads serve the others meanwhile.
+        return [sys.executable, "-m", "gunicorn", "--workers", str(self.web_workers), "--worker-class", "gthread",
+                "--threads", "4", "--bind",
                 f"{self.host}:{self.port}", "--timeout", "120", "--graceful-timeout", "10",
                 "--worker-tmp-dir", "/dev/shm" if Path("/dev/shm").is_dir() else "/tmp",
                 "--no-control-socket",  # unused, and one path per user: two sites on a machine would share it

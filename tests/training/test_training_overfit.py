@@ -108,7 +108,7 @@ def test_a_bert_checkpoint_with_a_pooler_fine_tunes_through_it(examples: Callabl
         checkpoint = tmp_path / f"{arch}-checkpoint"
         shutil.copytree(tiny_model("ynat", arch), checkpoint)
         AutoModel.from_config(AutoConfig.from_pretrained(checkpoint)).save_pretrained(checkpoint)  # with a pooler
-        klue.training.run(task, str(checkpoint), data, 7, tmp_path / arch, short)
+        klue.training.run(RunRequest(task, str(checkpoint), data, 7, tmp_path / arch), short)
         training = read_results(tmp_path / arch / "results.json").training
         assert training is not None and training.model_source == "pretrained"
         assert training.head_from_pooler is expected, arch

@@ -11,6 +11,6 @@ if [ "${1:-}" = "--fast" ]; then
   fast=(-m "not slow")
 fi
 # worksteal: an idle worker takes tests queued for the other; with the files that hold `longest` tests
-# collected first (tests/conftest.py) the two workers end together. Here, idle, 2026-12-06: 560 s with
-# worksteal alone; 578 s ordering whole files, from a clean clone by .ci/run.
+# collected first (tests/conftest.py) the two workers end together. Here, 2026-12-07, by .ci/run: 815 s (the
+# README's Testing section); --fast: 138 s.
 exec .venv/bin/python -m pytest -q -n 2 --dist worksteal "${fast[@]}" "$@"

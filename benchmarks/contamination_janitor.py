@@ -72,10 +72,14 @@ def benchmark_examples(roots: Any) -> list[Example]:
     return examples
 
 
-def corpus_texts(extra: Path) -> list[str]:
+def corpus_texts(extra: Path, *, one_line: bool = False) -> list[str]:
+    """The Korean documents beside the KLUE files (KorQuAD 1.0 dev contexts, deduplicated; KorNLI's XNLI dev;
+    KorSTS; the first 5,000 KLUE NER train sentences); `one_line`: a context's line breaks as spaces, so each
+    document is one line of a plain-text corpus (benchmarks/contamination_speed.py)."""
     texts: list[str] = []
     korquad = json.loads((extra / "korean/korquad-v1/KorQuAD_v1.0_dev.json").read_text(encoding="utf-8"))
-    texts += list(dict.fromkeys(p["context"] for a in korquad["data"] for p in a["paragraphs"]))
+    contexts = (p["context"] for a in korquad["data"] for p in a["paragraphs"])
+    texts += list(dict.fromkeys(c.replace("\n", " ") if one_line else c for c in contexts))
     for name in ("korean/kornli/xnli.dev.ko.tsv", "korean/korsts/sts-train.tsv", "korean/korsts/sts-dev.tsv"):
         texts += (extra / name).read_text(encoding="utf-8").splitlines()[1:]
     ner = registry.get("ner")

@@ -31,17 +31,9 @@ TASKS = "nli,sts,ner,dp"
 
 
 def corpus_lines(extra: Path) -> list[str]:
-    from klue import registry
-    from klue.tasks.reading import read
+    from contamination_janitor import corpus_texts  # this folder is on the path when a script of it runs
 
-    korquad = json.loads((extra / "korean/korquad-v1/KorQuAD_v1.0_dev.json").read_text(encoding="utf-8"))
-    lines = list(dict.fromkeys(p["context"].replace("\n", " ") for a in korquad["data"] for p in a["paragraphs"]))
-    for name in ("korean/kornli/xnli.dev.ko.tsv", "korean/korsts/sts-train.tsv", "korean/korsts/sts-dev.tsv"):
-        lines += (extra / name).read_text(encoding="utf-8").splitlines()[1:]
-    ner = registry.get("ner")
-    lines += [r.text for r in read(ner, extra / "klue-partial/klue-ner-v1.1/klue-ner-v1.1_train.first5000.tsv",
-                                   purpose="score").records]
-    return lines
+    return corpus_texts(extra, one_line=True)
 
 
 def write_corpus(lines: list[str], mb: float, path: Path) -> Path:

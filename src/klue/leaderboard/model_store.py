@@ -144,15 +144,18 @@ def _is_pickle(head: bytes) -> bool:
 
 
 def _files(root: Path) -> Iterator[Path]:
-    """Every file under `root` (symbolic links to files followed), sorted; a linked directory is an error."""
+    """Every file under `root` (symbolic links to files followed), sorted; a linked directory is an error.
+    Hidden ones are left out: a clone's `.git/`, huggingface_hub's `.cache/`, `.gitattributes` are no part of
+    the model."""
     for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
         for name in dirs:
             if (Path(folder) / name).is_symlink():
                 raise ModelRefused(f"{name} is a symbolic link to a directory; give the directory itself",
                                    Path(folder) / name)
-        dirs.sort()
         for name in sorted(names):
-            yield Path(folder) / name
+            if not name.startswith("."):
+                yield Path(folder) / name
 
 
 def _directory_reasons(root: Path) -> list[str]:
@@ -519,7 +522,10 @@ def _admit_endpoint(spec: str, parsed: _Parsed, has_private_part: bool, allow_en
         raise ModelRefused(f"model spec {redact_text(spec)!r} is a server elsewhere (an endpoint): it would be sent, and "
                            "would see, the site's hidden inputs, so a site with a private part refuses endpoints "
                            "(the site's configuration may allow them: allow_endpoints: true)")
-    check_specs([spec])  # the backend's own syntax check (no request is made)
+    try:
+        check_specs([spec])  # the backend's own syntax check (no request is made)
+    except DataError as error:
+        raise ModelRefused(error.problems) from None
     return AdmittedModel(spec, parsed.family, "endpoint", None, None)
 
 
@@ -573,8 +579,12 @@ def materialise(site: Path, admitted: AdmittedModel, *, endpoint: str | None = N
 def fetch_hub_model(site: Path, hub_id: str, *, endpoint: str | None = None) -> Path:
     """The hub model `hub_id` in SITE/hub-cache (fetched now unless already there), checked like a stored one."""
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import (GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     try:
         folder = snapshot_download(hub_id, cache_dir=str(site.resolve() / HUB_CACHE_DIR), endpoint=endpoint,

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from fake_hub import repo_of, serving
 
+from klue.errors import DataError
 from klue.families import check_specs
 from klue.leaderboard import model_store
 from klue.leaderboard.model_store import (
@@ -262,8 +263,25 @@ def test_hard_linked_files_are_checked_when_used(site: Path, tiny_bert: Path, tm
     with (source / "model.safetensors").open("r+b") as handle:  # the source changed in place, after the add
         handle.seek(-4, os.SEEK_END)
         handle.write(b"\0\1\2\3")
-    with pytest.raises(ModelRefused, match="changed since it was added"):
+    with pytest.raises(ModelRefused, match=r"changed since it was added \(model.safetensors: SHA-256"):
         materialise(site, admitted)
+    assert materialise(site, admitted, verify=False) == str(stored.path)
+    (stored.path / "added.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ModelRefused, match=r"changed since it was added \(files added or removed: added.json"):
+        materialise(site, admitted)
+
+
+def test_link_across_file_systems_is_refused_with_what_to_do(site: Path, tmp_path: Path) -> None:
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(site).st_dev:
+        pytest.skip("no second file system (/dev/shm) beside the test's temporary directory")
+    source = fake_gguf(other / f"klue-store-test-{os.getpid()}.gguf")
+    try:
+        with pytest.raises(DataError, match="cannot hard-link it into the store .*add it without --link"):
+            add_model(site, "m.gguf", source, link=True)
+    finally:
+        source.unlink()
+    assert store_leftovers(site) == []
 
 
 def test_remove_takes_the_entry_out(site: Path, tmp_path: Path) -> None:

@@ -353,7 +353,11 @@ def _put(source: Path, target: Path, link: bool, counter: _Counter) -> tuple[str
     digest = hashlib.sha256()
     size = 0
     if link:
-        os.link(source.resolve(), target)
+        try:
+            os.link(source.resolve(), target)
+        except OSError as error:  # another file system (EXDEV), or one without hard links
+            raise DataError(f"cannot hard-link it into the store ({error.strerror}); add it without --link to "
+                            "copy it", source) from None
         with target.open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 digest.update(chunk)
@@ -428,6 +432,12 @@ def verify_stored(model: StoredModel) -> None:
     """ModelRefused when the stored bytes are not those `add_model` recorded (a hard-linked source changed
     in place, a disk error)."""
     manifest = _read_manifest(model.path.parent)
+    present = {model.path.name} if model.path.is_file() else {
+        f.relative_to(model.path).as_posix() for f in _files(model.path)} if model.path.is_dir() else set()
+    if present != set(manifest["files"]):
+        changed = sorted(present ^ set(manifest["files"]))
+        raise ModelRefused(f"the stored model {model.name!r} changed since it was added (files added or removed: "
+                           f"{', '.join(changed)}); add it again", model.path)
     for rel, expected in manifest["files"].items():
         file = model.path if model.kind == GGUF else model.path / rel
         digest = hashlib.sha256()

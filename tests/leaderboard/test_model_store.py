@@ -409,6 +409,7 @@ def klue(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_the_model_commands(site: Path, tiny_bert: Path, tmp_path: Path) -> None:
     done = klue("leaderboard", "model", "add", site, "tiny-bert", tiny_bert)
     assert done.returncode == 0, done.stderr

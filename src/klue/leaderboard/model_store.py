@@ -299,11 +299,11 @@ def add_model(site: Path, name: str, source: Path, *, link: bool = False,
     _check_site(site)
     check_store_name(name)
     source = source.expanduser()
-    kind = check_model_files(source)
     store = models_dir(site)
     target = store / name
     if target.exists():
         raise ModelRefused(f"the store already holds {name!r}; remove it first (`klue leaderboard model remove`)")
+    kind = check_model_files(source)
     store.mkdir(parents=True, exist_ok=True)
     files = [source] if kind == GGUF else list(_files(source))
     total = sum(f.stat().st_size for f in files)

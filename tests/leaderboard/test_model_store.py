@@ -358,6 +358,9 @@ def test_endpoints_are_refused_on_a_site_with_a_private_part_unless_allowed(stoc
     with pytest.raises(ModelRefused, match="would see, the site's hidden inputs") as refused:
         admit(stocked, spec, families=ALL, has_private_part=True, allow_endpoints=False)
     assert "secret" not in refused.value.summary()
+    with pytest.raises(ModelRefused, match="which this site does not evaluate") as refused:
+        admit(stocked, spec, families=["classic"], has_private_part=False, allow_endpoints=True)
+    assert "secret" not in refused.value.summary()
     for private, allowed in ((True, True), (False, False)):
         admitted = admit(stocked, spec, families=ALL, has_private_part=private, allow_endpoints=allowed)
         assert (admitted.source, admitted.store_name, admitted.hub_id) == ("endpoint", None, None)

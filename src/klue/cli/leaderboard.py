@@ -146,3 +146,74 @@ def rescore_command(
 
     generation = service.rescore(submission)
     print(f"queued submission #{submission} for scoring (generation {generation})")
+
+
+# The model store (docs/leaderboard.md, "Model store"): what model submissions may name.
+model_app = typer.Typer(no_args_is_help=True, help="The site's model store: models a submission may name "
+                        "(`emb:NAME`, `hf:NAME`, `NAME`), checked on the way in (safetensors or GGUF only, no "
+                        "pickles, no remote code).")
+leaderboard_app.add_typer(model_app, name="model")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):,.1f} MiB"
+
+
+@model_app.command("add")
+def model_add_command(
+    site: SiteArg,
+    name: Annotated[str, typer.Argument(help="The name submissions use (e5-small, smollm2.gguf): letters, digits, "
+                                        "'.', '_', '-'.", show_default=False)],
+    path: Annotated[Path, typer.Argument(help="A Hugging Face model directory with safetensors weights, or one GGUF "
+                                         "file.", show_default=False)],
+    link: Annotated[bool, typer.Option("--link", help="Hard-link the files instead of copying them (same file system "
+                                       "only). Every job checks the stored SHA-256 first, so a source file changed "
+                                       "later is refused, not run.")] = False,
+) -> None:
+    """Check a model and copy it into the site's store as NAME: refused with the reason (exit 2, nothing stored)
+    when it holds a pickle, asks for remote code, has no safetensors weights, or is a file that is not GGUF."""
+    from klue.io.progress import ProgressBar
+    from klue.leaderboard.model_store import add_model
+
+    bars: list[ProgressBar] = []  # made at the first bytes, when the total is known
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(ProgressBar(f"copy {name}", total=total, in_bytes=True))
+        bars[0].update(done)
+
+    try:
+        stored = add_model(site, name, path, link=link, progress=progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    print(f"stored {stored.name}: {stored.kind}, {stored.bytes:,} bytes ({_mib(stored.bytes)}), "
+          f"sha256 {stored.sha256}")
+    print(f"  at {stored.path}")
+
+
+@model_app.command("list")
+def model_list_command(site: SiteArg) -> None:
+    """The models in the site's store: name, kind, size, SHA-256, when added."""
+    from klue.leaderboard.model_store import list_models
+
+    models = list_models(site)
+    if not models:
+        print(f"the store is empty; add a model with `klue leaderboard model add {site} NAME PATH`")
+        return
+    width = max(len(m.name) for m in models)
+    for model in models:
+        print(f"{model.name:<{width}}  {model.kind:<6}  {_mib(model.bytes):>12}  sha256 {model.sha256}  "
+              f"added {model.added_at}")
+
+
+@model_app.command("remove")
+def model_remove_command(
+    site: SiteArg,
+    name: Annotated[str, typer.Argument(help="The stored model's name.", show_default=False)],
+) -> None:
+    """Take a model out of the store (submissions naming it are refused from now on)."""
+    from klue.leaderboard.model_store import remove_model
+
+    remove_model(site, name)
+    print(f"removed {name} from the store")

@@ -9,6 +9,7 @@ checked against the units themselves before it counts: a hash collision never ma
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -93,12 +94,27 @@ def merge_findings(into: Findings, other: Findings) -> None:
             into[example] = found
 
 
+def shifted(findings: Findings, lines: int) -> Findings:
+    """The findings with every line number `lines` further on (a span's, numbered within it, put in place)."""
+    if not lines:
+        return findings
+
+    def move(at: Location) -> Location:
+        return dataclasses.replace(at, line=at.line + lines)
+
+    return {example: Found(found.positions, found.longest, found.longest_text, move(found.longest_at),
+                           move(found.first_at), found.first_text,
+                           None if found.with_answer_at is None else move(found.with_answer_at))
+            for example, found in findings.items()}
+
+
 @dataclass(frozen=True)
 class ChunkResult:
     file_index: int
     consumed: int
     documents: int
     findings: Findings
+    lines: int | None = None  # a span's chunk: how many lines it held (its findings' lines count within it)
 
 
 class ChunkScanner:
@@ -115,6 +131,10 @@ class ChunkScanner:
 
     def scan(self, chunk: Chunk) -> ChunkResult:
         chunk = chunk.loaded()
+        result = self._scan(chunk)
+        return dataclasses.replace(result, lines=chunk.line_count()) if chunk.relative else result
+
+    def _scan(self, chunk: Chunk) -> ChunkResult:
         if chunk.kind == "text":
             return self._scan_lines(chunk)
         docs = documents(chunk)

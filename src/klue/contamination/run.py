@@ -67,6 +67,10 @@ class ScanResult:
     bytes_scanned: int  # bytes on disk read in this run (resumed files not counted)
     workers: int
     startup_seconds: float = 0.0  # starting the workers (processes, Ray and its actors) and sending the index
+    # CPU seconds while scanning: of the scanners on their chunks (wherever they ran), and of this process
+    # beside them (handing out chunks, the sha256 of span files, merging; in one process, what is not scanning)
+    scan_cpu_seconds: float = 0.0
+    main_cpu_seconds: float = 0.0
 
 
 # ------------------------------------------------------------------------------------------- executors
@@ -211,15 +215,18 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
     total = sum(r.size for r in todo)
     done_bytes = 0
     workers = 1
+    scan_cpu = main_cpu = 0.0
     if todo:
         with _executor(index, options) as (submit, workers):
             startup = time.perf_counter() - started
             started += startup
+            main_cpu = -time.process_time()
             label = f"scan ({workers} {options.executor} worker{'s' if workers != 1 else ''})"
             with closing(ProgressBar(label, total or None, enabled=progress, in_bytes=True)) as bar:
                 def advance(result: ChunkResult) -> None:
-                    nonlocal done_bytes
+                    nonlocal done_bytes, scan_cpu
                     done_bytes += result.consumed
+                    scan_cpu += result.cpu_seconds
                     rate = done_bytes / max(1e-9, time.perf_counter() - started) / 1e6
                     bar.update(done_bytes, info=f"{rate:,.1f} MB/s")
 
@@ -231,8 +238,11 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
                     merge_findings(findings, file_findings)
                     records[reader.file_index] = record
             finished = time.perf_counter()  # before the workers are stopped: that is not scanning
+            main_cpu += time.process_time()
+            if workers == 1 and options.executor == "local":
+                main_cpu -= scan_cpu  # the chunks were scanned in this process
     return ScanResult(findings, [records[i] for i in range(len(files))], (finished if todo else started) - started,
-                      done_bytes, workers, startup)
+                      done_bytes, workers, startup, scan_cpu, main_cpu)
 
 
 def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[ChunkResult]], in_flight: int,
@@ -368,6 +378,8 @@ def write_outputs(out: Path, index: BenchmarkIndex, task_sets: list[TaskSet], re
         "corpus": [f.to_json() for f in result.files],
         "run": {"workers": result.workers, "seconds": round(result.seconds, 3),
                 "startup_seconds": round(result.startup_seconds, 3), "bytes_scanned": result.bytes_scanned,
+                "cpu_seconds": {"scanning": round(result.scan_cpu_seconds, 3),
+                                "main_process": round(result.main_cpu_seconds, 3)},
                 "mb_per_s": round(result.bytes_scanned / max(result.seconds, 1e-9) / 1e6, 2), **run},
     }
     write_json_atomic(out / SUMMARY_FILE, summary)

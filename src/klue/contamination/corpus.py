@@ -3,11 +3,11 @@ save_to_disk directory, gzip or zstd compressed (told from the bytes, not the na
 directories (every file under them) or globs.
 
 An uncompressed text or JSON Lines file is cut into byte ranges (spans) without being read: whoever scans a
-span reads it and takes the lines that start in it (docs/contamination.md, "Workers"), so the process that hands
-out the work does nothing per byte but the file's sha256. A compressed file is decompressed by the reading
-process and cut into chunks of whole lines as raw bytes, which the workers decode and parse; parquet and
-`datasets` come as batches of rows of the text column. Memory stays flat: at most a few chunks are held at once,
-whatever the corpus size.
+span reads it and takes the lines that start in it (docs/contamination.md, "Resume, workers, Ray"), so the
+process that hands out the work does nothing per byte but the file's sha256. A compressed file is decompressed
+by the reading process and cut into chunks of whole lines as raw bytes, which the workers decode and parse;
+parquet and `datasets` come as batches of rows of the text column. Memory stays flat: at most a few chunks are
+held at once, whatever the corpus size.
 """
 
 from __future__ import annotations

@@ -447,15 +447,12 @@ def plain_lines(chunk: Chunk) -> tuple[str, int]:
     return text, int(np.count_nonzero(newline)) + 1 - empty
 
 
-def some_lines(chunk: Chunk, numbers: list[int]) -> tuple[list[str], list[int]]:
-    """Lines of a plain-text chunk by their number in it (0-based), decoded, with the byte offset of each in the
-    decompressed stream: only the lines a hit needs, not the chunk's every line."""
-    data = chunk.data
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    starts = np.concatenate(([0], newlines + 1))[numbers].tolist()
-    ends = np.append(newlines, len(data))[numbers].tolist()
-    texts = [data[start:end].decode("utf-8") for start, end in zip(starts, ends)]
-    return texts, [(chunk.first_offset or 0) + start for start in starts]
+def line_offsets(chunk: Chunk, numbers: list[int]) -> list[int]:
+    """The byte offsets in the decompressed stream of lines of a plain-text chunk, by their number in it
+    (0-based): only the lines a hit needs."""
+    newlines = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == 10)
+    starts = np.concatenate(([0], newlines + 1))[numbers]
+    return ((chunk.first_offset or 0) + starts).tolist()
 
 
 def _fields(texts: list[str], chunk: Chunk, lines: list[int]) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from klue.contamination.corpus import CHUNK_BYTES, Chunk, CorpusFile, CorpusReader
 from klue.contamination.examples import TaskSet
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.scan import ChunkResult, ChunkScanner, Findings, Found, merge_findings, shifted
+from klue.contamination.scan import ChunkResult, ChunkScanner, Findings, Found, merge_findings, shift_lines
 from klue.errors import DataError, Problem
 from klue.io.atomic import write_json_atomic, write_jsonl_atomic
 from klue.io.processes import die_with_parent, import_ray
@@ -266,7 +266,8 @@ def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[Ch
             result = future.result()  # a worker's DataError (a line that cannot be read) is raised here
         except DataError as error:
             raise _in_place(error, counts[1]) if reader.by_span else error from None
-        merge_findings(file_findings, shifted(result.findings, counts[1]))
+        shift_lines(result.findings, counts[1])
+        merge_findings(file_findings, result.findings)
         counts[0] += result.documents
         counts[1] += result.lines or 0
         advance(result)

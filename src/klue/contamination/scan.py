@@ -18,15 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from klue.contamination.corpus import Chunk, documents, plain_lines, some_lines
+from klue.contamination.corpus import Chunk, documents, line_offsets, plain_lines
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.units import Hasher, tables, units_of
+from klue.contamination.units import Hasher, Ngrams, tables
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(order=True, slots=True)
 class Location:
     """Where a match is: the corpus file (its index in the scan's order, and as shown), the line (or row)
-    and the byte offset of that line in the decompressed stream (None for parquet and `datasets` rows)."""
+    and the byte offset of that line in the decompressed stream (None for parquet and `datasets` rows).
+    Not frozen: a span's lines are moved into place once its result comes back (`shift_lines`)."""
 
     file_index: int
     line: int
@@ -95,18 +96,17 @@ def merge_findings(into: Findings, other: Findings) -> None:
             into[example] = found
 
 
-def shifted(findings: Findings, lines: int) -> Findings:
-    """The findings with every line number `lines` further on (a span's, numbered within it, put in place)."""
+def shift_lines(findings: Findings, lines: int) -> None:
+    """Every line number of the findings `lines` further on, in place (a span's, numbered within it, put in
+    place; building new Locations was most of the hit path's Python on a corpus with many copies, measured)."""
     if not lines:
-        return findings
-
-    def move(at: Location) -> Location:
-        return dataclasses.replace(at, line=at.line + lines)
-
-    return {example: Found(found.positions, found.longest, found.longest_text, move(found.longest_at),
-                           move(found.first_at), found.first_text,
-                           None if found.with_answer_at is None else move(found.with_answer_at))
-            for example, found in findings.items()}
+        return
+    done: set[int] = set()  # the first and the longest match often share one Location
+    for found in findings.values():
+        for at in (found.longest_at, found.first_at, found.with_answer_at):
+            if at is not None and id(at) not in done:
+                done.add(id(at))
+                at.line += lines
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,6 @@ class ChunkScanner:
     def __init__(self, index: BenchmarkIndex) -> None:
         self.index = index
         self.hasher = Hasher(index.settings)
-        self._checks: dict[int, tuple[frozenset[int], tuple[str, ...]]] = {}
         tables(index.settings.normalise)  # built now: a worker is ready when it is built
 
     def ready(self) -> bool:
@@ -148,7 +147,7 @@ class ChunkScanner:
             ngrams = self.hasher.ngrams(docs.texts)
             hit, keys = self.index.lookup(ngrams.hashes)
             if len(hit):
-                findings = self._findings(chunk, docs.texts, docs.lines, docs.offsets, ngrams.text[hit],
+                findings = self._findings(chunk, ngrams, docs.lines, docs.offsets, ngrams.text[hit],
                                           ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, len(docs.texts), findings)
 
@@ -163,21 +162,22 @@ class ChunkScanner:
             if len(hit):
                 doc_of = ngrams.text[hit]
                 numbers = np.unique(doc_of).tolist()
-                texts, offsets = some_lines(chunk, numbers)
-                findings = self._findings(chunk, dict(zip(numbers, texts)),
-                                          {d: chunk.first_line + d for d in numbers}, dict(zip(numbers, offsets)),
-                                          doc_of, ngrams.position[hit], keys)
+                offsets = line_offsets(chunk, numbers)
+                findings = self._findings(chunk, ngrams, {d: chunk.first_line + d for d in numbers},
+                                          dict(zip(numbers, offsets)), doc_of, ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, count, findings)
 
-    def _findings(self, chunk: Chunk, texts: Mapping[int, str] | list[str], lines: Mapping[int, int] | list[int],
+    def _findings(self, chunk: Chunk, ngrams: Ngrams, lines: Mapping[int, int] | list[int],
                   offsets: Mapping[int, int] | list[int] | None, doc_of: np.ndarray, doc_position: np.ndarray,
                   keys: np.ndarray) -> Findings:
-        """Each hit (document, position, index key) checked unit by unit and gathered per example; `texts`,
-        `lines` and `offsets` give at least the documents hit, by document number."""
+        """Each hit (document, position, index key) checked unit by unit and gathered per example; `lines` and
+        `offsets` give at least the documents hit, by document number. The documents' units are cut from the
+        code points already normalised for hashing (normalising the hit documents again, and decoding their
+        lines, were a third of the hit path, measured)."""
         settings, index = self.index.settings, self.index
         n, joiner, part_units = settings.n, settings.joiner, index.part_units
         hit_docs = np.unique(doc_of).tolist()
-        doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
+        doc_units = dict(zip(hit_docs, ngrams.units_in(hit_docs, settings.unit)))
         matches = self._checked(doc_units, doc_of, doc_position, keys)
         if matches is None:
             return {}
@@ -201,7 +201,7 @@ class ChunkScanner:
             parts = part_units[e]
             r, size, f = summary.longest[k], summary.longest_units[k], summary.first[k]
             with_answer = None
-            needed, needles = self._answer_check(e)
+            needed, needles = index.answer_check(e)
             # no document can hold the whole input when a part long enough for an n-gram has none in any
             hopeless = not needed.issubset(positions)
             while groups[group] < hi:  # the example's documents, in order
@@ -220,20 +220,6 @@ class ChunkScanner:
                                 location(doc_l[r]), location(doc_l[f]),
                                 joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n]), with_answer)
         return findings
-
-    def _answer_check(self, example: int) -> tuple[frozenset[int], tuple[str, ...]]:
-        """What a document must hold to hold the example's whole input and its answer: an n-gram of each of
-        these input parts (long enough for one), and each of these texts as it is (the shorter parts and the
-        answers, whole units: a joiner at both ends, as the document's joined units have). Kept per example."""
-        if example not in self._checks:
-            settings = self.index.settings
-            joiner, n = settings.joiner, settings.n
-            parts = self.index.part_units[example]
-            needles = [f"{joiner}{joiner.join(units)}{joiner}" for units in parts if 0 < len(units) < n]
-            needles += [f"{joiner}{answer}{joiner}" for answer in self.index.answer_texts[example]]
-            self._checks[example] = (frozenset(i for i, units in enumerate(parts) if len(units) >= n),
-                                     tuple(needles))
-        return self._checks[example]
 
     def _checked(self, doc_units: dict[int, list[str]], doc_of: np.ndarray, doc_position: np.ndarray,
                  keys: np.ndarray) -> Matches | None:

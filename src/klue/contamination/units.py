@@ -243,6 +243,19 @@ class Ngrams:
     hashes: np.ndarray  # uint64
     text: np.ndarray  # int64
     position: np.ndarray  # int64
+    # the normalised code points hashed (breaks as SPACE) and where each text starts in them: a hit document's
+    # units are cut from these, not normalised again (`units_in`)
+    points: np.ndarray
+    starts: np.ndarray
+
+    def units_in(self, texts: list[int], unit: Unit) -> list[list[str]]:
+        """The units of these texts (by their number in the batch), as `units_of` gives them."""
+        ends = np.append(self.starts[1:] - 1, len(self.points))  # one break before each next text
+        found = []
+        for start, end in zip(self.starts[texts].tolist(), ends[texts].tolist()):
+            tokens = self.points[start:end].tobytes().decode("utf-32-le", "surrogatepass").split()
+            found.append(list("".join(tokens)) if unit == "char" else tokens)
+        return found
 
 
 class Hasher:
@@ -290,7 +303,7 @@ class Hasher:
         tokens = ((prefix[ends] - prefix[starts]) * self._i32[starts]).astype(np.uint64)
         count = len(tokens)
         if count < n:
-            return _empty()
+            return _empty(points, text_starts)
         token_prefix = np.zeros(count + 1, dtype=np.uint64)
         np.cumsum(tokens * self._p64[:count], out=token_prefix[1:])
         token_start = np.searchsorted(starts, text_starts)  # index of each text's first token
@@ -298,16 +311,16 @@ class Hasher:
         first = np.flatnonzero(text_of[:count - n + 1] == text_of[n - 1:])
         hashes = _mix((token_prefix[first + n] - token_prefix[first]) * self._i64[first])
         text = text_of[first]
-        return Ngrams(hashes, text, first - token_start[text])
+        return Ngrams(hashes, text, first - token_start[text], points, text_starts)
 
-    def _char_ngrams(self, points: np.ndarray, text_starts: np.ndarray) -> Ngrams:
+    def _char_ngrams(self, spaced: np.ndarray, text_starts: np.ndarray) -> Ngrams:
         n = self.settings.n
-        breaks = np.flatnonzero(points == SPACE)
+        breaks = np.flatnonzero(spaced == SPACE)
         starts = text_starts - np.searchsorted(breaks, text_starts)  # where each text starts once breaks go
-        points = np.delete(points, breaks)
+        points = np.delete(spaced, breaks)
         count = len(points)
         if count < n:
-            return _empty()
+            return _empty(spaced, text_starts)
         self._powers(count + 1)
         prefix = np.zeros(count + 1, dtype=np.uint64)
         np.cumsum((points.astype(np.uint64) + np.uint64(1)) * self._p64[:count], out=prefix[1:])
@@ -315,11 +328,12 @@ class Hasher:
         first = np.flatnonzero(text_of[:count - n + 1] == text_of[n - 1:])
         hashes = _mix((prefix[first + n] - prefix[first]) * self._i64[first])
         text = text_of[first]
-        return Ngrams(hashes, text, first - starts[text])
+        return Ngrams(hashes, text, first - starts[text], spaced, text_starts)
 
 
-def _empty() -> Ngrams:
-    return Ngrams(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+def _empty(points: np.ndarray, starts: np.ndarray) -> Ngrams:
+    return Ngrams(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), points,
+                  starts)
 
 
 def _mix(values: np.ndarray) -> np.ndarray:

@@ -68,6 +68,7 @@ class BenchmarkIndex:
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self.bitmap = self._bitmap()
+        self._checks = {}
 
     def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(indices into `hashes` of those in the index, their key numbers)."""

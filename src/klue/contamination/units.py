@@ -37,6 +37,7 @@ DEFAULT_N: dict[str, int] = {"eojeol": 8, "word": 13, "char": 25}
 
 SPACE = 32
 DELETED = 0xFFFFFFFF  # no code point: a character the normalisation drops
+_NEWLINE = np.array([10], dtype=np.uint32)
 SLOW_BIT = np.uint32(1 << 31)  # in `Tables.flagged`: above every code point (klue deletes nothing)
 _ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"  # string.punctuation, as the Janitor deletes it
 _MAX_POINT = sys.maxunicode + 1
@@ -251,11 +252,14 @@ class Ngrams:
     def units_in(self, texts: list[int], unit: Unit) -> list[list[str]]:
         """The units of these texts (by their number in the batch), as `units_of` gives them."""
         ends = np.append(self.starts[1:] - 1, len(self.points))  # one break before each next text
-        found = []
+        pieces = []
         for start, end in zip(self.starts[texts].tolist(), ends[texts].tolist()):
-            tokens = self.points[start:end].tobytes().decode("utf-32-le", "surrogatepass").split()
-            found.append(list("".join(tokens)) if unit == "char" else tokens)
-        return found
+            pieces += [self.points[start:end], _NEWLINE]  # no newline is left in normalised code points
+        # decoded at once, then cut: a decode per document cost 2-3x as much (measured)
+        joined = np.concatenate(pieces).tobytes().decode("utf-32-le", "surrogatepass").split("\n")
+        if unit == "char":
+            return [list("".join(text.split())) for text in joined[:-1]]
+        return [text.split() for text in joined[:-1]]
 
 
 class Hasher:

@@ -9,7 +9,7 @@ The benchmark side: the NLI, STS, NER and DP dev sets (KLUE_DATA_DIR), default s
 normalisation). The corpus: real Korean documents from KLUE_EXTRA_DATA_DIR (KorQuAD 1.0 dev contexts, KorNLI,
 KorSTS, the first 5,000 KLUE NER train sentences), one document a line, repeated to each size in --mb and
 written as plain text to a temporary directory. Each measurement is one `klue contamination scan` in a fresh
-process (so its peak RSS, with its workers', is its own). On the larger corpus, 1 process, 2 worker processes
+process (its peak resident memory, VmHWM, and its workers' are read from /proc while it runs). On the larger corpus, 1 process, 2 worker processes
 and 2 Ray actors run in turn, --repeats times (interleaved, so each repeat's three runs see the same load);
 the scaling is each repeat's ratio of scan MB/s (the summary's `run.mb_per_s`: the scan once the workers are
 up, until its last result is merged), and its median. The smaller corpus is scanned by 1 process and 2 workers
@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,22 +53,68 @@ def write_corpus(lines: list[str], mb: float, path: Path) -> Path:
     return path
 
 
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return children
+
+
+def _peak_kb(pid: int) -> tuple[int, str] | None:
+    """A process's peak resident memory (VmHWM, kB: its own, unlike ru_maxrss, which a spawned process inherits
+    from the process it was forked from) and its command line."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0), command
+
+
+def watch_memory(root: int, peaks: dict[int, tuple[int, str]], stop: threading.Event) -> None:
+    """Every 0.1 s until `stop`: the peak memory of `root` and of every process under it."""
+    while not stop.wait(0.1):
+        tree, todo = _children(), [root]
+        while todo:
+            pid = todo.pop()
+            todo += tree.get(pid, [])
+            if (seen := _peak_kb(pid)) is not None:
+                peaks[pid] = max(seen, peaks.get(pid, (0, "")))
+
+
 def one_scan(corpus: Path, out: Path, workers: int, executor: str) -> dict[str, Any]:
-    """A scan in a fresh process: its scan figures (from the summary), its peak RSS and its workers'."""
+    """A scan in a fresh process: its scan figures (from the summary), its peak memory and its workers'."""
     code = ("import resource, json, sys; from klue.contamination.command import run_scan_command; "
             "from pathlib import Path; s = run_scan_command(corpus=[sys.argv[1]], out=Path(sys.argv[2]), "
             "text_field='text', tasks=sys.argv[3], protocol=None, eval_file=None, eval_format=None, unit='eojeol', "
             "n=None, normalise='klue', workers=int(sys.argv[4]), executor=sys.argv[5], data_dir=None, "
             "extra_data_dir=None); r = resource.getrusage; "
             "me, kids = r(resource.RUSAGE_SELF), r(resource.RUSAGE_CHILDREN); "
-            "print('RESULT', json.dumps({'run': s['run'], 'tasks': s['tasks'], 'rss_mb': me.ru_maxrss / 1024, "
-            "'children_rss_mb': kids.ru_maxrss / 1024, 'cpu_s': me.ru_utime + me.ru_stime, "
+            "print('RESULT', json.dumps({'run': s['run'], 'tasks': s['tasks'], 'cpu_s': me.ru_utime + me.ru_stime, "
             "'children_cpu_s': kids.ru_utime + kids.ru_stime}))")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, str(corpus), str(out), TASKS, str(workers), executor],
-                          capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    process = subprocess.Popen([sys.executable, "-c", code, str(corpus), str(out), TASKS, str(workers), executor],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    peaks: dict[int, tuple[int, str]] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch_memory, args=(process.pid, peaks, stop), daemon=True)
+    watcher.start()
+    stdout, stderr = process.communicate()
+    stop.set()
+    watcher.join()
     wall = time.perf_counter() - start
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    if process.returncode:
+        raise SystemExit(f"the scan failed ({process.returncode}):\n{stderr[-3000:]}")
+    workers_kb = [kb for pid, (kb, command) in peaks.items()
+                  if pid != process.pid and ("multiprocessing" in command or "ChunkScanner" in command)
+                  and "resource_tracker" not in command]
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT "))
     result = json.loads(line.removeprefix("RESULT "))
     run = result["run"]
     mb = run["bytes_scanned"] / 1e6
@@ -77,9 +124,10 @@ def one_scan(corpus: Path, out: Path, workers: int, executor: str) -> dict[str, 
             # CPU per MB while scanning: the scanners on their chunks (wherever they ran), the main process
             "scan_cpu_ms_per_mb": round(1e3 * cpu["scanning"] / mb, 2),
             "main_cpu_ms_per_mb": round(1e3 * cpu["main_process"] / mb, 2),
-            "rss_mb": round(result["rss_mb"], 1),
-            # the largest of the spawned workers; Ray's actors are not this process's children
-            "workers_rss_mb": round(result["children_rss_mb"], 1) if executor == "local" and workers > 1 else None,
+            # peak resident memory (VmHWM) of the scan's process and of the largest of its workers (spawned
+            # processes, or Ray's ChunkScanner actors)
+            "rss_mb": round(peaks.get(process.pid, (0, ""))[0] / 1024, 1),
+            "workers_rss_mb": round(max(workers_kb) / 1024, 1) if workers_kb else None,
             # the whole command's CPU (reading the sets, the index, starting workers, the scan)
             "command_cpu_s": round(result["cpu_s"] + result["children_cpu_s"], 2),
             "dirty": {task: row["dirty_input"] for task, row in result["tasks"].items()},
@@ -133,7 +181,7 @@ def main() -> None:
         "mb_per_s_per_core_cpu": round(1e3 / single, 1),
         "projection_62gb_cpu_hours": round(PAPER_CORPUS_GB * 1e3 * single / 1e3 / 3600, 3),
         "peak_rss_mb": {key: {"main": max(r["rss_mb"] for r in rs),
-                              "each_worker": max((r["workers_rss_mb"] or 0) for r in rs) or None}
+                              "largest_worker": max((r["workers_rss_mb"] or 0) for r in rs) or None}
                         for key, rs in runs.items()},
         "load_after": os.getloadavg(), "seconds": round(time.perf_counter() - began, 1),
     })

@@ -18,6 +18,7 @@ from klue.contamination.examples import TaskSet
 from klue.contamination.index import build_index
 from klue.contamination.run import EXAMPLES_FILE, SUMMARY_FILE, ScanOptions, scan_corpus, write_outputs
 from klue.contamination.units import Settings
+from klue.errors import DataError
 from klue.io.provenance import DataSource
 
 
@@ -87,10 +88,15 @@ def test_the_outputs_do_not_depend_on_the_chunk_size(tmp_path: Path) -> None:
         assert _outputs(tmp_path / f"c{chunk_bytes}", corpus, chunk_bytes=chunk_bytes) == (whole, summary)
 
 
-@pytest.mark.slow  # two spawned workers start in a few seconds
+@pytest.mark.slow  # two spawned workers start in a few seconds, twice
 def test_two_workers_write_what_one_process_writes(tmp_path: Path) -> None:
     corpus = _corpora(tmp_path)
     assert _outputs(tmp_path / "two", corpus, chunk_bytes=150, workers=2) == _outputs(tmp_path / "one", corpus)
+    bad = tmp_path / "bad.jsonl"  # past the start checked before any work, in a later span
+    bad.write_text('{"text": "가"}\n' * 300 + '{"body": "나"}\n', encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        scan_corpus(build_index(EXAMPLES, Settings()), expand([str(bad)]), ScanOptions(chunk_bytes=100, workers=2))
+    assert (error.value.problems[0].path, error.value.problems[0].location) == (str(bad), "line 301")
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,7 +131,17 @@ def _executor(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Cal
 
 def _submitted(pool: Any, chunk: Chunk) -> Future[ChunkResult]:
     future: Future[ChunkResult] = Future()
-    pool.apply_async(_scan_in_worker, (chunk,), callback=future.set_result, error_callback=future.set_exception)
+
+    def settle(outcome: ChunkResult | BaseException) -> None:  # in the pool's result thread, which must not fail
+        try:
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+        except InvalidStateError:  # cancelled: the scan stopped on an error elsewhere
+            pass
+
+    pool.apply_async(_scan_in_worker, (chunk,), callback=settle, error_callback=settle)
     return future
 
 

@@ -11,7 +11,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,10 +87,8 @@ def _scan_in_worker(chunk: Chunk) -> ChunkResult:
     return _WORKER_SCANNER[0].scan(chunk)
 
 
-def _worker_pid(_: int) -> int:
-    """This worker's process id, a little later: the tasks spread over the workers that are up."""
-    time.sleep(0.02)
-    return os.getpid()
+def _worker_ready(_: int) -> bool:
+    return bool(_WORKER_SCANNER)
 
 
 def _done(function: Callable[[Chunk], ChunkResult], chunk: Chunk) -> Future[ChunkResult]:
@@ -114,43 +112,15 @@ def _executor(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Cal
         scanner = ChunkScanner(index)
         yield (lambda chunk: _done(scanner.scan, chunk)), 1
         return
-    # spawn, not fork: the parent may hold threads (Ray, torch) that a fork would copy half-way.
-    # multiprocessing.Pool, not ProcessPoolExecutor: its workers take chunks from one unbounded queue, so each
-    # chunk handed out waits at the workers; the executor queues one more than it has workers and refills from
-    # a thread of this process, which a loaded machine leaves waiting while the workers run dry (measured:
-    # 1.18x against Ray's 1.82x from 1 to 2 workers at load 8-10)
-    pool = multiprocessing.get_context("spawn").Pool(options.workers, initializer=_start_worker,
-                                                      initargs=(os.getpid(), index))
+    # spawn, not fork: the parent may hold threads (Ray, torch) that a fork would copy half-way
+    pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_start_worker, initargs=(os.getpid(), index))
     try:
-        _wait_for_workers(pool, options.workers)  # every index built before the clock of the scan starts
-        yield (lambda chunk: _submitted(pool, chunk)), options.workers
+        # every worker started (and its index built) before the clock of the scan starts
+        all(pool.map(_worker_ready, range(2 * options.workers)))
+        yield (lambda chunk: pool.submit(_scan_in_worker, chunk)), options.workers
     finally:
-        pool.terminate()
-        pool.join()
-
-
-def _submitted(pool: Any, chunk: Chunk) -> Future[ChunkResult]:
-    future: Future[ChunkResult] = Future()
-
-    def settle(outcome: ChunkResult | BaseException) -> None:  # in the pool's result thread, which must not fail
-        try:
-            if isinstance(outcome, BaseException):
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
-        except InvalidStateError:  # cancelled: the scan stopped on an error elsewhere
-            pass
-
-    pool.apply_async(_scan_in_worker, (chunk,), callback=settle, error_callback=settle)
-    return future
-
-
-def _wait_for_workers(pool: Any, workers: int, seconds: float = 600.0) -> None:
-    """Until every worker has answered once (a worker answers once its initializer has run)."""
-    seen: set[int] = set()
-    deadline = time.monotonic() + seconds
-    while len(seen) < workers and time.monotonic() < deadline:
-        seen.update(pool.map(_worker_pid, range(4 * workers), chunksize=1))
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextmanager

@@ -1,5 +1,5 @@
-"""Corpora in every format give the same findings; a scan resumes per corpus file; two workers find what one
-does; a corpus that cannot be read is named, with nothing half-written."""
+"""Corpora in every format give the same findings; a scan resumes per corpus file; a corpus that cannot be read
+is named, with nothing half-written (workers and Ray: test_scan_workers.py)."""
 
 from __future__ import annotations
 
@@ -100,16 +100,6 @@ def test_a_scan_resumes_per_corpus_file(tmp_path: Path) -> None:
     assert [f.resumed for f in other_n.files] == [False, False]
 
 
-@pytest.mark.slow  # two spawned workers start in a few seconds
-def test_two_workers_find_what_one_finds(tmp_path: Path) -> None:
-    lines = [*LINES * 40, ARTICLE, *LINES * 40]
-    corpus = write_jsonl(tmp_path / "c.jsonl", lines)
-    one = scan([corpus], chunk_bytes=2048)
-    two = scan([corpus], chunk_bytes=2048, workers=2)
-    assert two.workers == 2 and one.findings == two.findings and one.findings
-    assert [f.documents for f in one.files] == [f.documents for f in two.files]
-
-
 @pytest.mark.parametrize("case", ["cp949", "cut-gzip", "not-json", "no-field-later"])
 def test_an_unreadable_corpus_file_is_named(tmp_path: Path, case: str) -> None:
     bad = tmp_path / "bad.jsonl"
@@ -137,13 +127,3 @@ def test_an_unreadable_corpus_file_is_named(tmp_path: Path, case: str) -> None:
         assert not (tmp_path / "out").exists()
     else:  # found mid-way: the good file's findings are kept for a resume, nothing of the bad one
         assert sorted(p.name for p in state.iterdir()) == ["file-00000.json"]
-
-
-@pytest.mark.slow
-@pytest.mark.longest  # starts a local Ray (about 10-20 s here)
-def test_ray_actors_find_what_one_process_finds(tmp_path: Path) -> None:
-    pytest.importorskip("ray")
-    corpus = write_jsonl(tmp_path / "c.jsonl", [*LINES * 20, ARTICLE, *LINES * 20])
-    one = scan([corpus], chunk_bytes=2048)
-    on_ray = scan([corpus], chunk_bytes=2048, workers=2, executor="ray")
-    assert on_ray.workers == 2 and on_ray.findings == one.findings and one.findings

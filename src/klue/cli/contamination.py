@@ -54,7 +54,9 @@ def scan_command(
     normalise: Annotated[str, typer.Option(
         help="klue: NFC, case-folded, punctuation as space; gpt3: lm-evaluation-harness's Janitor.normalize_string "
         "(ASCII lower-cased, ASCII punctuation deleted).")] = "klue",
-    workers: Annotated[int, typer.Option(help="Processes that hash the corpus (the reading stays in this one).")] = 1,
+    workers: Annotated[int, typer.Option(
+        help="Processes that scan the corpus; each reads its own byte ranges of an uncompressed text or JSON Lines "
+        "file (a compressed file is decompressed by this process).")] = 1,
     executor: Annotated[str, typer.Option(
         help="local (processes on this machine, --workers) or ray (tasks on a Ray cluster: RAY_ADDRESS, else a "
         "local one).")] = "local",

@@ -2,9 +2,12 @@
 save_to_disk directory, gzip or zstd compressed (told from the bytes, not the name), named as files,
 directories (every file under them) or globs.
 
-Text and JSON Lines are cut into chunks of whole lines as raw bytes, which the workers decode and parse, so
-the reading process does no per-line work; parquet and `datasets` come as batches of rows of the text
-column. Memory stays flat: at most a few chunks are held at once, whatever the corpus size.
+An uncompressed text or JSON Lines file is cut into byte ranges (spans) without being read: whoever scans a
+span reads it and takes the lines that start in it (docs/contamination.md, "Resume, workers, Ray"), so the
+process that hands out the work does nothing per byte but the file's sha256. A compressed file is decompressed
+by the reading process and cut into chunks of whole lines as raw bytes, which the workers decode and parse;
+parquet and `datasets` come as batches of rows of the text column. Memory stays flat: at most a few chunks are
+held at once, whatever the corpus size.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from klue.io.text import encoding_hint
 
 Kind = Literal["text", "jsonl", "parquet", "datasets"]
 Compression = Literal["", "gzip", "zstd"]
-CHUNK_BYTES = 4 << 20  # lines per chunk: about 4 MB, a few tenths of a second of one worker's hashing
+# bytes per chunk: 1 MB scanned in 10-25% less CPU than 4 MB (its arrays stay in the caches; 256 KB costs more
+# again per chunk), and a corpus of a few dozen MB still splits evenly between workers (measured in
+# benchmarks/contamination_speed.py)
+CHUNK_BYTES = 1 << 20
 ROWS_PER_CHUNK = 4096
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -64,25 +70,69 @@ class Chunk:
     shown: str
     kind: Kind
     text_field: str
-    first_line: int  # 1-based number of the first line (text, JSON Lines) or row (parquet, datasets)
+    # 1-based number of the first line (text, JSON Lines) or row (parquet, datasets); in a span's chunk, 1: its
+    # lines are numbered within it until the results of the spans before it are in (`relative`)
+    first_line: int
     first_offset: int | None  # byte offset of the first line in the decompressed stream; None for rows
     consumed: int  # bytes of the file on disk this chunk accounts for (progress)
     data: bytes = b""
     rows: tuple[str | None, ...] = ()
-    # instead of `data`: (path, byte offset, length) of an uncompressed file, read where the chunk is scanned
+    # instead of `data`: (path, start, end) of an uncompressed file: the lines that start in [start, end), read
+    # where the chunk is scanned
     span: tuple[str, int, int] | None = None
+    relative: bool = False  # line numbers count from 1 within this chunk (it came as a span)
 
     def loaded(self) -> Chunk:
-        """The chunk with its bytes in `data` (read from the file when it came as a span)."""
+        """The chunk with its lines in `data` (read from the file when it came as a span)."""
         if self.span is None:
             return self
-        path, start, length = self.span
-        with open(path, "rb") as handle:
-            handle.seek(start)
-            data = handle.read(length)
-        if len(data) != length:
-            raise DataError([Problem(self.shown, f"line {self.first_line}", "the file changed while it was scanned")])
-        return dataclasses.replace(self, data=data, span=None)
+        path, start, end = self.span
+        first, data = _span_lines(path, start, end)
+        if first is None:
+            raise DataError([Problem(self.shown, f"byte {start}", "the file changed while it was scanned")])
+        return dataclasses.replace(self, data=data, span=None, first_offset=first, first_line=1, relative=True)
+
+    def line_count(self) -> int:
+        """How many lines a loaded text or JSON Lines chunk holds (the last may lack its newline)."""
+        data = self.data
+        newlines = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))  # 4x bytes.count (measured)
+        return newlines + (1 if data and not data.endswith(b"\n") else 0)
+
+
+_TAIL_BLOCK = 1 << 16
+_HASH_BLOCK = 1 << 20  # what is read at a time past a span's end, to finish its last line
+
+
+def _span_lines(path: str, start: int, end: int) -> tuple[int | None, bytes]:
+    """(the byte offset of the first line that starts in [start, end) of the file, the bytes from there to the
+    end of the last line that does, its newline included); a line starts at 0 or after a newline, so spans
+    cut anywhere share out a file's lines with none lost or read twice. No line: (end, b""); the file shorter
+    than `end` (it changed): (None, b"")."""
+    with open(path, "rb") as handle:
+        if start > 0:
+            handle.seek(start - 1)
+            head = handle.read(end - start + 1)
+            if len(head) != end - start + 1:
+                return None, b""
+            cut = head.find(b"\n")
+            if cut < 0 or start + cut == end:  # inside one line that started before this span
+                return end, b""
+            first, body = start + cut, head[cut + 1:]
+        else:
+            body = handle.read(end)
+            if len(body) != end:
+                return None, b""
+            first = 0
+        if body.endswith(b"\n") or not body:
+            return first, body
+        pieces = [body]
+        while block := handle.read(_TAIL_BLOCK):
+            newline = block.find(b"\n")
+            if newline >= 0:
+                pieces.append(block[:newline + 1])
+                break
+            pieces.append(block)
+        return first, b"".join(pieces)
 
 
 @dataclass(frozen=True)
@@ -209,15 +259,16 @@ class CorpusReader:
         self.file_index = file_index
         self.text_field = text_field
         self.chunk_bytes = chunk_bytes
-        # an uncompressed file's chunks as spans the workers read themselves: sending 4 MB through a pipe to a
-        # worker process cost the reading process several times what reading it did (measured)
+        # an uncompressed file's chunks as spans the workers read themselves: sending the bytes through a pipe to
+        # a worker process cost the reading process several times what reading them did, and finding the lines
+        # and counting them there was work one process did for all (measured: 1.25x from 1 to 2 workers)
         self.by_span = by_span and file.compression == ""
         self.sha256: str | None = None
         self.size = file.size()
 
     def chunks(self) -> Iterator[Chunk]:
         if self.file.kind in ("text", "jsonl"):
-            yield from self._line_chunks()
+            yield from self._span_chunks() if self.by_span else self._line_chunks()
         else:
             yield from self._row_chunks()
 
@@ -258,10 +309,21 @@ class CorpusReader:
         self.sha256 = tee.digest.hexdigest()
 
     def _piece(self, line: int, offset: int, consumed: int, data: bytes) -> Chunk:
-        if self.by_span:
-            return Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, line, offset, consumed,
-                         span=(str(self.file.path), offset, len(data)))
         return self._chunk(line, offset, consumed, data=data)
+
+    def _span_chunks(self) -> Iterator[Chunk]:
+        """Spans of `chunk_bytes`, cut without reading; each span's bytes go through the file's sha256 once it
+        is handed out (while it is scanned elsewhere), the only pass over the bytes made here."""
+        digest = hashlib.sha256()
+        path = str(self.file.path)
+        with self.file.path.open("rb") as raw:
+            for start in range(0, self.size, self.chunk_bytes):
+                end = min(start + self.chunk_bytes, self.size)
+                yield Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, 1, start, end - start,
+                            span=(path, start, end))
+                while len(block := raw.read(min(_HASH_BLOCK, end - raw.tell()))):
+                    digest.update(block)
+        self.sha256 = digest.hexdigest()
 
     def _row_chunks(self) -> Iterator[Chunk]:
         batches, rows_total = (self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches())
@@ -385,15 +447,12 @@ def plain_lines(chunk: Chunk) -> tuple[str, int]:
     return text, int(np.count_nonzero(newline)) + 1 - empty
 
 
-def some_lines(chunk: Chunk, numbers: list[int]) -> tuple[list[str], list[int]]:
-    """Lines of a plain-text chunk by their number in it (0-based), decoded, with the byte offset of each in the
-    decompressed stream: only the lines a hit needs, not the chunk's every line."""
-    data = chunk.data
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    starts = np.concatenate(([0], newlines + 1))[numbers].tolist()
-    ends = np.append(newlines, len(data))[numbers].tolist()
-    texts = [data[start:end].decode("utf-8") for start, end in zip(starts, ends)]
-    return texts, [(chunk.first_offset or 0) + start for start in starts]
+def line_offsets(chunk: Chunk, numbers: list[int]) -> list[int]:
+    """The byte offsets in the decompressed stream of lines of a plain-text chunk, by their number in it
+    (0-based): only the lines a hit needs."""
+    newlines = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == 10)
+    starts = np.concatenate(([0], newlines + 1))[numbers]
+    return ((chunk.first_offset or 0) + starts).tolist()
 
 
 def _fields(texts: list[str], chunk: Chunk, lines: list[int]) -> list[str]:

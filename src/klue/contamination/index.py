@@ -44,6 +44,8 @@ class BenchmarkIndex:
     position_of: np.ndarray  # int64 per posting
     shift: int = 40  # bitmap slot of a hash: its top (64 - shift) bits
     bitmap: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
+    _checks: dict[int, tuple[frozenset[int], tuple[str, ...]]] = field(default_factory=dict, repr=False,
+                                                                       compare=False)
 
     def __post_init__(self) -> None:
         if not len(self.bitmap):
@@ -60,11 +62,13 @@ class BenchmarkIndex:
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["bitmap"] = np.zeros(0, dtype=bool)  # rebuilt on arrival: cheaper than sending 2**27 bytes
+        state["_checks"] = {}
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self.bitmap = self._bitmap()
+        self._checks = {}
 
     def lookup(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(indices into `hashes` of those in the index, their key numbers)."""
@@ -75,6 +79,19 @@ class BenchmarkIndex:
         where[where == len(self.keys)] = 0
         found = self.keys[where] == hashes[maybe]
         return maybe[found], where[found]
+
+    def answer_check(self, example: int) -> tuple[frozenset[int], tuple[str, ...]]:
+        """What a document must hold to hold the example's whole input and its answer: an n-gram of each of
+        these input parts (long enough for one), and each of these texts as it is (the shorter parts and the
+        answers, whole units: a joiner at both ends, as a document's joined units have). Kept per example."""
+        if example not in self._checks:
+            joiner, n = self.settings.joiner, self.settings.n
+            parts = self.part_units[example]
+            needles = [f"{joiner}{joiner.join(units)}{joiner}" for units in parts if 0 < len(units) < n]
+            needles += [f"{joiner}{answer}{joiner}" for answer in self.answer_texts[example]]
+            self._checks[example] = (frozenset(i for i, units in enumerate(parts) if len(units) >= n),
+                                     tuple(needles))
+        return self._checks[example]
 
     def input_units(self, example: int) -> int:
         return sum(len(u) for u in self.part_units[example])

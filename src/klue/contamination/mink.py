@@ -34,7 +34,6 @@ import numpy as np
 
 from klue.errors import DataError
 from klue.io.atomic import write_json_atomic, write_jsonl_atomic
-from klue.io.locate import DataRoots
 from klue.io.progress import ProgressBar
 from klue.io.redact import redact_text
 from klue.llm.backends.base import Backend, TokenScoresRequest, TokenScoresResult
@@ -397,35 +396,13 @@ def samples_of(task: Task[Any, Any], records: Sequence[Any], source: str = "") -
     return TaskInput(task.text_fields.input, samples, source)
 
 
-def examples_to_score(task: Task[Any, Any], roots: DataRoots, protocol: str | None = None,
-                      eval_file: Path | None = None, eval_format: str | None = None) -> tuple[list[Any], str]:
-    """The examples to score and where they come from: the task's official dev file whole (nothing is trained,
-    so nothing is split off), the evaluation part of `protocol`, or the file `eval_file`."""
-    from klue.io.locate import FileRef, how_to_get
-    from klue.protocols import read_named, resolve
-    from klue.tasks.reading import read
-
-    if eval_file is not None:
-        named = read_named(task, eval_file, eval_format, role="eval")
-        return named.records, f"{named.shown} ({named.format})"
-    if protocol is not None:
-        data = resolve(task, protocol, roots)
-        return list(data.eval), f"the evaluation part of protocol {protocol}"
-    dev = task.file("dev")
-    if dev is None:
-        raise DataError(f"task {task.name!r} has no official dev file: name one with --eval")
-    path = FileRef("klue", dev.path).locate(roots)
-    if path is None or not path.is_file():
-        raise DataError(f"the {task.label} dev file is not here: {how_to_get(task.name)}", path)
-    return read(task, path, None, purpose="train").records, f"the official dev file {dev.path}"
-
-
 def run_mink_command(*, model: str, tasks: str, out: Path, ks: Sequence[float] | None, members_file: Path | None,
                      protocol: str | None, eval_file: Path | None, eval_format: str | None, limit: int | None,
                      batch_size: int, cpu: bool, resamples: int, seed: int, data_dir: str | None,
                      extra_data_dir: str | None) -> dict[str, Any]:
     """`klue contamination mink`: the examples of each task read, the model opened, every example scored."""
     from klue import registry
+    from klue.contamination.examples import evaluation_set
     from klue.io.endpoints import ServerOptions
     from klue.io.locate import how_to_get, roots_from
     from klue.io.output import check_output_dir
@@ -447,13 +424,14 @@ def run_mink_command(*, model: str, tasks: str, out: Path, ks: Sequence[float] |
     skipped: list[str] = []
     for task in picked:
         try:
-            records, source = examples_to_score(task, roots, protocol, eval_file, eval_format)
+            found = evaluation_set(task, roots, protocol, eval_file, eval_format)
         except DataError as error:
             # `all` means every task whose set is here; a task named on purpose must be here
             if tasks.strip().lower() != "all" or not str(error).endswith(how_to_get(task.name)):
                 raise
             skipped.append(task.name)
             continue
+        records, source = found.records, found.what
         if limit is not None and limit < len(records):
             records, source = records[:limit], f"{source}, its first {limit} examples"
         samples[task.name] = samples_of(task, records, source)

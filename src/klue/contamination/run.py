@@ -4,6 +4,7 @@ and the outputs written atomically: OUT/TASK/examples.jsonl and OUT/summary.json
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -19,8 +20,8 @@ from typing import Any, Literal
 from klue.contamination.corpus import CHUNK_BYTES, Chunk, CorpusFile, CorpusReader
 from klue.contamination.examples import TaskSet
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.scan import ChunkResult, ChunkScanner, Findings, Found, merge_findings
-from klue.errors import DataError
+from klue.contamination.scan import ChunkResult, ChunkScanner, Findings, Found, merge_findings, shift_lines
+from klue.errors import DataError, Problem
 from klue.io.atomic import write_json_atomic, write_jsonl_atomic
 from klue.io.processes import die_with_parent, import_ray
 from klue.io.progress import ProgressBar
@@ -66,6 +67,10 @@ class ScanResult:
     bytes_scanned: int  # bytes on disk read in this run (resumed files not counted)
     workers: int
     startup_seconds: float = 0.0  # starting the workers (processes, Ray and its actors) and sending the index
+    # CPU seconds while scanning: of the scanners on their chunks (wherever they ran), and of this process
+    # beside them (handing out chunks, the sha256 of span files, merging; in one process, what is not scanning)
+    scan_cpu_seconds: float = 0.0
+    main_cpu_seconds: float = 0.0
 
 
 # ------------------------------------------------------------------------------------------- executors
@@ -199,8 +204,9 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
             merge_findings(findings, resumed[0])
             records[i] = resumed[1]
         else:
-            # spans only to local worker processes, which see the same files (a Ray cluster may not)
-            by_span = options.executor == "local" and options.workers > 1
+            # spans only where the scanners see the same files: this process, its workers, a Ray started here
+            # (a Ray cluster elsewhere may not)
+            by_span = options.executor == "local" or _local_ray(options)
             todo.append(CorpusReader(file, i, options.text_field, options.chunk_bytes, by_span))
     for reader in todo:  # before any work: a file that cannot be read at all stops the scan here
         reader.check()
@@ -209,15 +215,18 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
     total = sum(r.size for r in todo)
     done_bytes = 0
     workers = 1
+    scan_cpu = main_cpu = 0.0
     if todo:
         with _executor(index, options) as (submit, workers):
             startup = time.perf_counter() - started
             started += startup
+            main_cpu = -time.process_time()
             label = f"scan ({workers} {options.executor} worker{'s' if workers != 1 else ''})"
             with closing(ProgressBar(label, total or None, enabled=progress, in_bytes=True)) as bar:
                 def advance(result: ChunkResult) -> None:
-                    nonlocal done_bytes
+                    nonlocal done_bytes, scan_cpu
                     done_bytes += result.consumed
+                    scan_cpu += result.cpu_seconds
                     rate = done_bytes / max(1e-9, time.perf_counter() - started) / 1e6
                     bar.update(done_bytes, info=f"{rate:,.1f} MB/s")
 
@@ -228,44 +237,76 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
                           file_findings, record)
                     merge_findings(findings, file_findings)
                     records[reader.file_index] = record
-    return ScanResult(findings, [records[i] for i in range(len(files))], time.perf_counter() - started,
-                      done_bytes, workers, startup)
+            finished = time.perf_counter()  # before the workers are stopped: that is not scanning
+            main_cpu += time.process_time()
+            if workers == 1 and options.executor == "local":
+                main_cpu -= scan_cpu  # the chunks were scanned in this process
+    return ScanResult(findings, [records[i] for i in range(len(files))], (finished if todo else started) - started,
+                      done_bytes, workers, startup, scan_cpu, main_cpu)
 
 
 def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[ChunkResult]], in_flight: int,
                 advance: Callable[[ChunkResult], None]) -> Iterator[tuple[CorpusReader, Findings, int]]:
     """(reader, its findings, its document count) as each file is finished. Chunks are submitted across
     file boundaries, at most `in_flight` waiting; results are taken in submission order, so a file is
-    finished when the marker after its last chunk comes up."""
-    pending: deque[Future[ChunkResult] | CorpusReader] = deque()
-    current: dict[int, tuple[Findings, list[int]]] = {}
+    finished when the marker after its last chunk comes up, and a span's lines, numbered within it, are put
+    in place by the count of lines before it."""
+    pending: deque[tuple[Future[ChunkResult], CorpusReader] | CorpusReader] = deque()
+    current: dict[int, tuple[Findings, list[int]]] = {}  # file -> (findings, [documents, lines so far])
 
     def take() -> Iterator[tuple[CorpusReader, Findings, int]]:
         head = pending.popleft()
         if isinstance(head, CorpusReader):
-            file_findings, count = current.pop(head.file_index)
-            yield head, file_findings, count[0]
+            file_findings, counts = current.pop(head.file_index)
+            yield head, file_findings, counts[0]
             return
-        result = head.result()  # a worker's DataError (a line that cannot be read) is raised here
-        file_findings, count = current[result.file_index]
+        future, reader = head
+        file_findings, counts = current[reader.file_index]
+        try:
+            result = future.result()  # a worker's DataError (a line that cannot be read) is raised here
+        except DataError as error:
+            raise _in_place(error, counts[1]) if reader.by_span else error from None
+        shift_lines(result.findings, counts[1])
         merge_findings(file_findings, result.findings)
-        count[0] += result.documents
+        counts[0] += result.documents
+        counts[1] += result.lines or 0
         advance(result)
 
+    waiting = 0
     try:
         for reader in readers:
-            current[reader.file_index] = ({}, [0])
+            current[reader.file_index] = ({}, [0, 0])
             for chunk in reader.chunks():
-                pending.append(submit(chunk))
-                while sum(1 for p in pending if isinstance(p, Future)) > in_flight:
+                pending.append((submit(chunk), reader))
+                waiting += 1
+                while waiting > in_flight:
+                    waiting -= isinstance(pending[0], tuple)
                     yield from take()
             pending.append(reader)
         while pending:
             yield from take()
     finally:
         for item in pending:
-            if isinstance(item, Future):
-                item.cancel()
+            if isinstance(item, tuple):
+                item[0].cancel()
+
+
+def _in_place(error: DataError, lines_before: int) -> DataError:
+    """A span's error with its line numbered in the file, not in the span."""
+    def moved(problem: Problem) -> Problem:
+        number = problem.location.removeprefix("line ")
+        if not number.isdigit():
+            return problem
+        return dataclasses.replace(problem, location=f"line {int(number) + lines_before}")
+
+    return DataError([moved(p) for p in error.problems])
+
+
+def _local_ray(options: ScanOptions) -> bool:
+    """Whether a Ray scan starts its own local Ray (no address given, none running)."""
+    if options.executor != "ray" or options.ray_address or os.environ.get("RAY_ADDRESS"):
+        return False
+    return not import_ray().is_initialized()
 
 
 # ------------------------------------------------------------------------------------------ outputs
@@ -338,6 +379,8 @@ def write_outputs(out: Path, index: BenchmarkIndex, task_sets: list[TaskSet], re
         "corpus": [f.to_json() for f in result.files],
         "run": {"workers": result.workers, "seconds": round(result.seconds, 3),
                 "startup_seconds": round(result.startup_seconds, 3), "bytes_scanned": result.bytes_scanned,
+                "cpu_seconds": {"scanning": round(result.scan_cpu_seconds, 3),
+                                "main_process": round(result.main_cpu_seconds, 3)},
                 "mb_per_s": round(result.bytes_scanned / max(result.seconds, 1e-9) / 1e6, 2), **run},
     }
     write_json_atomic(out / SUMMARY_FILE, summary)

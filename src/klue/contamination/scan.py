@@ -9,22 +9,25 @@ checked against the units themselves before it counts: a hash collision never ma
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from klue.contamination.corpus import Chunk, documents, plain_lines, some_lines
+from klue.contamination.corpus import Chunk, documents, line_offsets, plain_lines
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.units import Hasher, tables, units_of
+from klue.contamination.units import Hasher, Ngrams, tables
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(order=True, slots=True)
 class Location:
     """Where a match is: the corpus file (its index in the scan's order, and as shown), the line (or row)
-    and the byte offset of that line in the decompressed stream (None for parquet and `datasets` rows)."""
+    and the byte offset of that line in the decompressed stream (None for parquet and `datasets` rows).
+    Not frozen: a span's lines are moved into place once its result comes back (`shift_lines`)."""
 
     file_index: int
     line: int
@@ -93,12 +96,27 @@ def merge_findings(into: Findings, other: Findings) -> None:
             into[example] = found
 
 
+def shift_lines(findings: Findings, lines: int) -> None:
+    """Every line number of the findings `lines` further on, in place (a span's, numbered within it, put in
+    place; building new Locations was most of the hit path's Python on a corpus with many copies, measured)."""
+    if not lines:
+        return
+    done: set[int] = set()  # the first and the longest match often share one Location
+    for found in findings.values():
+        for at in (found.longest_at, found.first_at, found.with_answer_at):
+            if at is not None and id(at) not in done:
+                done.add(id(at))
+                at.line += lines
+
+
 @dataclass(frozen=True)
 class ChunkResult:
     file_index: int
     consumed: int
     documents: int
     findings: Findings
+    lines: int | None = None  # a span's chunk: how many lines it held (its findings' lines count within it)
+    cpu_seconds: float = 0.0  # CPU time of the process that scanned it, on this chunk
 
 
 class ChunkScanner:
@@ -114,7 +132,13 @@ class ChunkScanner:
         return True
 
     def scan(self, chunk: Chunk) -> ChunkResult:
+        cpu = time.process_time()
         chunk = chunk.loaded()
+        result = self._scan(chunk)
+        return dataclasses.replace(result, lines=chunk.line_count() if chunk.relative else None,
+                                   cpu_seconds=time.process_time() - cpu)
+
+    def _scan(self, chunk: Chunk) -> ChunkResult:
         if chunk.kind == "text":
             return self._scan_lines(chunk)
         docs = documents(chunk)
@@ -123,7 +147,7 @@ class ChunkScanner:
             ngrams = self.hasher.ngrams(docs.texts)
             hit, keys = self.index.lookup(ngrams.hashes)
             if len(hit):
-                findings = self._findings(chunk, docs.texts, docs.lines, docs.offsets, ngrams.text[hit],
+                findings = self._findings(chunk, ngrams, docs.lines, docs.offsets, ngrams.text[hit],
                                           ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, len(docs.texts), findings)
 
@@ -138,50 +162,62 @@ class ChunkScanner:
             if len(hit):
                 doc_of = ngrams.text[hit]
                 numbers = np.unique(doc_of).tolist()
-                texts, offsets = some_lines(chunk, numbers)
-                findings = self._findings(chunk, dict(zip(numbers, texts)),
-                                          {d: chunk.first_line + d for d in numbers}, dict(zip(numbers, offsets)),
-                                          doc_of, ngrams.position[hit], keys)
+                offsets = line_offsets(chunk, numbers)
+                findings = self._findings(chunk, ngrams, {d: chunk.first_line + d for d in numbers},
+                                          dict(zip(numbers, offsets)), doc_of, ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, count, findings)
 
-    def _findings(self, chunk: Chunk, texts: Mapping[int, str] | list[str], lines: Mapping[int, int] | list[int],
+    def _findings(self, chunk: Chunk, ngrams: Ngrams, lines: Mapping[int, int] | list[int],
                   offsets: Mapping[int, int] | list[int] | None, doc_of: np.ndarray, doc_position: np.ndarray,
                   keys: np.ndarray) -> Findings:
-        """Each hit (document, position, index key) checked unit by unit and gathered per example; `texts`,
-        `lines` and `offsets` give at least the documents hit, by document number."""
+        """Each hit (document, position, index key) checked unit by unit and gathered per example; `lines` and
+        `offsets` give at least the documents hit, by document number. The documents' units are cut from the
+        code points already normalised for hashing (normalising the hit documents again, and decoding their
+        lines, were a third of the hit path, measured)."""
         settings, index = self.index.settings, self.index
         n, joiner, part_units = settings.n, settings.joiner, index.part_units
         hit_docs = np.unique(doc_of).tolist()
-        doc_units = dict(zip(hit_docs, units_of([texts[d] for d in hit_docs], settings)))
+        doc_units = dict(zip(hit_docs, ngrams.units_in(hit_docs, settings.unit)))
         matches = self._checked(doc_units, doc_of, doc_position, keys)
         if matches is None:
             return {}
         summary = _summarise(matches, n)
         doc_l, part_l, position_l = matches.doc.tolist(), matches.part.tolist(), matches.position.tolist()
+        example_l = matches.example[summary.examples].tolist()
+        groups = [*summary.groups, len(doc_l)]
         findings: Findings = {}
         joined: dict[int, str] = {}
+        located: dict[int, Location] = {}
+
+        def location(d: int) -> Location:  # one per document hit (the first and the longest match often share it)
+            if d not in located:
+                located[d] = Location(chunk.file_index, lines[d], chunk.shown, None if offsets is None else offsets[d])
+            return located[d]
+
         group = 0
-        for k, (lo, hi) in enumerate(itertools.pairwise([*summary.examples, len(doc_l)])):
-            e = int(matches.example[lo])
+        for k, hi in enumerate([*summary.examples[1:], len(doc_l)]):
+            e = example_l[k]
             positions = summary.positions[k]
             parts = part_units[e]
             r, size, f = summary.longest[k], summary.longest_units[k], summary.first[k]
             with_answer = None
+            needed, needles = index.answer_check(e)
             # no document can hold the whole input when a part long enough for an n-gram has none in any
-            hopeless = any(len(units) >= n and i not in positions for i, units in enumerate(parts))
-            while group < len(summary.groups) and summary.groups[group] < hi:  # the example's documents, in order
-                g_lo = summary.groups[group]
-                g_hi = summary.groups[group + 1] if group + 1 < len(summary.groups) else len(doc_l)
+            hopeless = not needed.issubset(positions)
+            while groups[group] < hi:  # the example's documents, in order
+                g_lo, g_hi = groups[group], groups[group + 1]
                 group += 1
+                if with_answer is not None or hopeless:
+                    continue
                 d = doc_l[g_lo]
-                if with_answer is None and not hopeless:
+                if needed.issubset(part_l[g_lo:g_hi]):
                     if d not in joined:
                         joined[d] = f"{joiner}{joiner.join(doc_units[d])}{joiner}"
-                    if self._holds_answer(e, set(part_l[g_lo:g_hi]), joined[d]):
-                        with_answer = self._location(chunk, lines, offsets, d)
+                    text = joined[d]
+                    if all(needle in text for needle in needles):
+                        with_answer = location(d)
             findings[e] = Found(positions, size, joiner.join(parts[part_l[r]][position_l[r]:position_l[r] + size]),
-                                self._location(chunk, lines, offsets, doc_l[r]),
-                                self._location(chunk, lines, offsets, doc_l[f]),
+                                location(doc_l[r]), location(doc_l[f]),
                                 joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n]), with_answer)
         return findings
 
@@ -196,32 +232,27 @@ class ChunkScanner:
         posting = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
         columns = (np.repeat(doc_of, counts), np.repeat(doc_position, counts), index.example_of[posting],
                    index.part_of[posting], index.position_of[posting])
-        ok = np.fromiter((part_units[e][p][q:q + n] == doc_units[d][w:w + n]
-                          for d, w, e, p, q in zip(*(c.tolist() for c in columns))), dtype=bool, count=len(posting))
+        doc, where, example, part, position = columns
+        order = np.lexsort((position, where - position, part, doc, example))
+        doc, where, example, part, position = (c[order] for c in columns)
+        # consecutive n-grams on one diagonal are checked as one slice: equal slices make every n-gram in them
+        # equal (a run fails only on a hash collision: then its n-grams one by one); measured 3-4x fewer
+        # comparisons than one per posting on a corpus with many copies
+        run_start = _starts(example) | _starts(doc) | _starts(part) | _starts(where - position)
+        run_start[1:] |= position[1:] != position[:-1] + 1
+        runs = np.flatnonzero(run_start)
+        bounds = np.append(runs, len(doc)).tolist()
+        ok = np.ones(len(doc), dtype=bool)
+        d_l, w_l, e_l, p_l, q_l = (c[runs].tolist() for c in (doc, where, example, part, position))
+        for k, (d, w, e, p, q) in enumerate(zip(d_l, w_l, e_l, p_l, q_l)):
+            size = bounds[k + 1] - bounds[k] + n - 1
+            if part_units[e][p][q:q + size] != doc_units[d][w:w + size]:
+                for i in range(bounds[k], bounds[k + 1]):
+                    o = i - bounds[k]
+                    ok[i] = part_units[e][p][q + o:q + o + n] == doc_units[d][w + o:w + o + n]
         if not ok.any():
             return None
-        doc, where, example, part, position = (c[ok] for c in columns)
-        order = np.lexsort((position, where - position, part, doc, example))
-        return Matches(doc[order], where[order], example[order], part[order], position[order])
-
-    @staticmethod
-    def _location(chunk: Chunk, lines: Mapping[int, int] | list[int], offsets: Mapping[int, int] | list[int] | None,
-                  doc: int) -> Location:
-        return Location(chunk.file_index, lines[doc], chunk.shown, None if offsets is None else offsets[doc])
-
-    def _holds_answer(self, example: int, found_parts: set[int], text: str) -> bool:
-        """Whether this document (its units joined, with a joiner at both ends) holds the example's whole input
-        and its answer: each input part long enough for an n-gram has one here, each shorter part and each
-        answer part is here as it is (whole units)."""
-        settings = self.index.settings
-        joiner = settings.joiner
-        for part, part_units in enumerate(self.index.part_units[example]):
-            if len(part_units) >= settings.n:
-                if part not in found_parts:
-                    return False
-            elif part_units and f"{joiner}{joiner.join(part_units)}{joiner}" not in text:
-                return False
-        return all(f"{joiner}{answer}{joiner}" in text for answer in self.index.answer_texts[example])
+        return Matches(doc[ok], where[ok], example[ok], part[ok], position[ok])
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ DEFAULT_N: dict[str, int] = {"eojeol": 8, "word": 13, "char": 25}
 
 SPACE = 32
 DELETED = 0xFFFFFFFF  # no code point: a character the normalisation drops
+_NEWLINE = np.array([10], dtype=np.uint32)
+SLOW_BIT = np.uint32(1 << 31)  # in `Tables.flagged`: above every code point (klue deletes nothing)
 _ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"  # string.punctuation, as the Janitor deletes it
 _MAX_POINT = sys.maxunicode + 1
 # The polynomial bases (odd, so invertible mod 2**k) and the mixing constant of splitmix64's finaliser.
@@ -79,7 +81,9 @@ class Tables:
 
     fold: np.ndarray  # uint32
     deletes: bool  # whether any character is DELETED
-    slow: np.ndarray  # bool; all False for gpt3, which neither composes nor folds beyond ASCII
+    # the fold with SLOW_BIT set on the characters that need Python (none for gpt3, which neither composes nor
+    # folds beyond ASCII): one lookup per code point finds both (a second table was 10-15% of hashing, measured)
+    flagged: np.ndarray
 
 
 # Where Unicode assigns characters other than private use: planes 0-3 and the tags and variation selectors of
@@ -97,7 +101,7 @@ def tables(normalise: Normalisation) -> Tables:
         fold[upper] = upper + 32
         fold[[ord(c) for c in _ASCII_PUNCTUATION]] = DELETED
         fold[spaces] = SPACE
-        return Tables(fold, True, slow)
+        return Tables(fold, True, fold)
     category, combining, decomposition, normalize = (unicodedata.category, unicodedata.combining,
                                                      unicodedata.decomposition, unicodedata.normalize)
     for i in (i for block in _ASSIGNED for i in block):
@@ -121,7 +125,9 @@ def tables(normalise: Normalisation) -> Tables:
                 slow[i] = True  # a fold of several characters
     slow[0x1160:0x1200] = True  # Hangul medial and final jamo compose with the syllable before them
     fold[spaces] = SPACE
-    return Tables(fold, False, slow)
+    flagged = fold.copy()
+    flagged[slow] |= SLOW_BIT
+    return Tables(fold, False, flagged)
 
 
 def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarray, np.ndarray]:
@@ -135,15 +141,18 @@ def codepoints(texts: Sequence[str], normalise: Normalisation) -> tuple[np.ndarr
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     starts = np.zeros(len(texts), dtype=np.int64)
     np.cumsum(lengths[:-1] + 1, out=starts[1:])
-    slow = np.flatnonzero(table.slow[raw]) if normalise == "klue" else ()
-    if len(slow):  # only the texts holding such a character go through Python
-        texts = list(texts)
-        for i in np.unique(np.searchsorted(starts, slow, side="right") - 1).tolist():
-            texts[i] = unicodedata.normalize("NFC", texts[i]).casefold()
-        raw = _utf32(texts)
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        np.cumsum(lengths[:-1] + 1, out=starts[1:])
-    return _folded(raw, starts, table)
+    if normalise != "klue":
+        return _folded(raw, starts, table)
+    points = table.flagged[raw]
+    slow = np.flatnonzero(points >= SLOW_BIT)
+    if not len(slow):
+        return points, starts  # klue deletes nothing
+    texts = list(texts)  # only the texts holding such a character go through Python
+    for i in np.unique(np.searchsorted(starts, slow, side="right") - 1).tolist():
+        texts[i] = unicodedata.normalize("NFC", texts[i]).casefold()
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    return table.fold[_utf32(texts)], starts
 
 
 def line_codepoints(text: str, normalise: Normalisation) -> tuple[np.ndarray, np.ndarray]:
@@ -152,27 +161,33 @@ def line_codepoints(text: str, normalise: Normalisation) -> tuple[np.ndarray, np
     table = tables(normalise)
     raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     newlines = np.flatnonzero(raw == 10)
-    if normalise == "klue":
-        slow = np.flatnonzero(table.slow[raw])
-        if len(slow):
-            raw, newlines = _normalised_lines(text, raw, newlines, slow)
-    return _folded(raw, np.concatenate(([0], newlines + 1)), table)
+    if normalise != "klue":
+        return _folded(raw, np.concatenate(([0], newlines + 1)), table)
+    points = table.flagged[raw]
+    slow = np.flatnonzero(points >= SLOW_BIT)
+    if len(slow):
+        points, newlines = _normalised_lines(text, points, newlines, slow, table)
+    return points, np.concatenate(([0], newlines + 1))  # klue deletes nothing
 
 
-def _normalised_lines(text: str, raw: np.ndarray, newlines: np.ndarray, slow: np.ndarray) -> tuple[np.ndarray,
-                                                                                                   np.ndarray]:
-    """`raw` (the code points of `text`) with the lines holding a character of `slow` replaced by their NFC
-    casefold, and its newlines: only those lines go through Python and are encoded again (splitting, joining
-    and encoding the whole chunk again cost as much as hashing it, measured), and a line keeps its place."""
-    ends = np.append(newlines, len(raw))  # line i is raw[ends[i - 1] + 1:ends[i]]
+def _normalised_lines(text: str, points: np.ndarray, newlines: np.ndarray, slow: np.ndarray,
+                      table: Tables) -> tuple[np.ndarray, np.ndarray]:
+    """`points` (the folded code points of `text`) with the lines holding a character of `slow` replaced by
+    their NFC casefold, folded, and its newlines moved by what those lines grew or shrank: only those lines go
+    through Python and are encoded again (splitting, joining and encoding the whole chunk again cost as much as
+    hashing it, measured), and a line keeps its place."""
+    ends = np.append(newlines, len(points))  # line i is points[ends[i - 1] + 1:ends[i]]
+    grown = np.zeros(len(ends), dtype=np.int64)
     pieces, at = [], 0
     for line in np.unique(np.searchsorted(newlines, slow)).tolist():
         start, end = (int(ends[line - 1]) + 1 if line else 0), int(ends[line])
         fixed = unicodedata.normalize("NFC", text[start:end]).casefold()
-        pieces += [raw[at:start], np.frombuffer(fixed.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
+        folded = table.fold[np.frombuffer(fixed.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
+        pieces += [points[at:start], folded]
+        grown[line] = len(folded) - (end - start)
         at = end
-    raw = np.concatenate([*pieces, raw[at:]])
-    return raw, np.flatnonzero(raw == 10)
+    points = np.concatenate([*pieces, points[at:]])
+    return points, newlines + np.cumsum(grown)[:len(newlines)]
 
 
 def _folded(raw: np.ndarray, starts: np.ndarray, table: Tables) -> tuple[np.ndarray, np.ndarray]:
@@ -229,6 +244,22 @@ class Ngrams:
     hashes: np.ndarray  # uint64
     text: np.ndarray  # int64
     position: np.ndarray  # int64
+    # the normalised code points hashed (breaks as SPACE) and where each text starts in them: a hit document's
+    # units are cut from these, not normalised again (`units_in`)
+    points: np.ndarray
+    starts: np.ndarray
+
+    def units_in(self, texts: list[int], unit: Unit) -> list[list[str]]:
+        """The units of these texts (by their number in the batch), as `units_of` gives them."""
+        ends = np.append(self.starts[1:] - 1, len(self.points))  # one break before each next text
+        pieces = []
+        for start, end in zip(self.starts[texts].tolist(), ends[texts].tolist()):
+            pieces += [self.points[start:end], _NEWLINE]  # no newline is left in normalised code points
+        # decoded at once, then cut: a decode per document cost 2-3x as much (measured)
+        joined = np.concatenate(pieces).tobytes().decode("utf-32-le", "surrogatepass").split("\n")
+        if unit == "char":
+            return [list("".join(text.split())) for text in joined[:-1]]
+        return [text.split() for text in joined[:-1]]
 
 
 class Hasher:
@@ -276,7 +307,7 @@ class Hasher:
         tokens = ((prefix[ends] - prefix[starts]) * self._i32[starts]).astype(np.uint64)
         count = len(tokens)
         if count < n:
-            return _empty()
+            return _empty(points, text_starts)
         token_prefix = np.zeros(count + 1, dtype=np.uint64)
         np.cumsum(tokens * self._p64[:count], out=token_prefix[1:])
         token_start = np.searchsorted(starts, text_starts)  # index of each text's first token
@@ -284,16 +315,16 @@ class Hasher:
         first = np.flatnonzero(text_of[:count - n + 1] == text_of[n - 1:])
         hashes = _mix((token_prefix[first + n] - token_prefix[first]) * self._i64[first])
         text = text_of[first]
-        return Ngrams(hashes, text, first - token_start[text])
+        return Ngrams(hashes, text, first - token_start[text], points, text_starts)
 
-    def _char_ngrams(self, points: np.ndarray, text_starts: np.ndarray) -> Ngrams:
+    def _char_ngrams(self, spaced: np.ndarray, text_starts: np.ndarray) -> Ngrams:
         n = self.settings.n
-        breaks = np.flatnonzero(points == SPACE)
+        breaks = np.flatnonzero(spaced == SPACE)
         starts = text_starts - np.searchsorted(breaks, text_starts)  # where each text starts once breaks go
-        points = np.delete(points, breaks)
+        points = np.delete(spaced, breaks)
         count = len(points)
         if count < n:
-            return _empty()
+            return _empty(spaced, text_starts)
         self._powers(count + 1)
         prefix = np.zeros(count + 1, dtype=np.uint64)
         np.cumsum((points.astype(np.uint64) + np.uint64(1)) * self._p64[:count], out=prefix[1:])
@@ -301,11 +332,12 @@ class Hasher:
         first = np.flatnonzero(text_of[:count - n + 1] == text_of[n - 1:])
         hashes = _mix((prefix[first + n] - prefix[first]) * self._i64[first])
         text = text_of[first]
-        return Ngrams(hashes, text, first - starts[text])
+        return Ngrams(hashes, text, first - starts[text], spaced, text_starts)
 
 
-def _empty() -> Ngrams:
-    return Ngrams(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+def _empty(points: np.ndarray, starts: np.ndarray) -> Ngrams:
+    return Ngrams(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), points,
+                  starts)
 
 
 def _mix(values: np.ndarray) -> np.ndarray:

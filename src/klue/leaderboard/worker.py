@@ -22,6 +22,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from klue.leaderboard.config import Service
+from klue.leaderboard.modeljobs import requeue_slots
 from klue.leaderboard.models import WorkerHeartbeat, site_config
 
 log = logging.getLogger("klue.leaderboard")
@@ -42,7 +43,7 @@ def requeue_lost(lost_after: float | None = None) -> int:
     lost_after = timing().lost_after_s if lost_after is None else lost_after
     cutoff = timezone.now() - dt.timedelta(seconds=lost_after)
     alive = set(WorkerHeartbeat.objects.filter(beat_at__gte=cutoff, stopped=False).values_list("worker_id", flat=True))
-    requeued = 0
+    requeued: list[str] = []
     with transaction.atomic():
         for job in DBTaskResult.objects.select_for_update().filter(status="RUNNING"):
             owner = job.worker_ids[-1] if job.worker_ids else None
@@ -50,10 +51,11 @@ def requeue_lost(lost_after: float | None = None) -> int:
                 continue
             job.status, job.started_at = "READY", None
             job.save(update_fields=["status", "started_at"])
-            requeued += 1
+            requeued.append(str(job.pk))
+        requeue_slots(requeued)  # the model jobs those queue rows were running wait again
     if requeued:
-        log.warning("requeued %d job(s) whose worker stopped beating", requeued)
-    return requeued
+        log.warning("requeued %d job(s) whose worker stopped beating", len(requeued))
+    return len(requeued)
 
 
 def _beat(worker_id: str, stop: threading.Event, every: float) -> None:

@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import private_guids_of
 from live_site import LiveServer, LiveSite, klue, write_nli_gold
+
+from conftest import private_guids_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 

@@ -36,6 +36,7 @@ from klue.benchmark.cells import model_slug
 from real_models import me5_directory, smollm2_gguf
 
 SEED = 1
+SHOTS = 5  # the site's models.shots (its default)
 
 
 def split_by_premise(records: list[dict[str, Any]], n_gold: int, n_train: int) -> tuple[list[Any], list[Any]]:
@@ -74,7 +75,7 @@ def main() -> None:
     (base / "nli_train.json").write_text(json.dumps(train, ensure_ascii=False), encoding="utf-8")
     (base / "leaderboard.yaml").write_text(
         "title: model submissions\ntasks:\n  nli: {gold: nli_gold.json, train: nli_train.json}\n"
-        f"quota: {{per_day: 20}}\nmodels: {{limits: {{wall_s: 3600, memory_gb: 12}}, seed: {SEED}}}\n",
+        f"quota: {{per_day: 20}}\nmodels: {{limits: {{wall_s: 3600, memory_gb: 12}}, seed: {SEED}, shots: {SHOTS}}}\n",
         encoding="utf-8")
     site = LiveSite.create(base / "site", base / "leaderboard.yaml")
     for name, path in (("e5-small", e5), ("smollm2.gguf", gguf)):
@@ -99,7 +100,8 @@ def main() -> None:
                           "job_cell_s": job["cell_s"], "submit_to_scored_s": submit_s}
             loads[f"after {spec}"] = load()
             started = time.perf_counter()
-            klue("benchmark", "--tasks", "nli", "--model", local, "--train", str(base / "nli_train.json"),
+            overrides = ("--override", f"shots={SHOTS}") if spec.startswith("hf:") else ()
+            klue("benchmark", "--tasks", "nli", "--model", local, *overrides, "--train", str(base / "nli_train.json"),
                  "--eval", str(base / "nli_gold.json"), "--seeds", str(SEED), "--out", str(base / "bench"),
                  timeout=3700)
             rows[spec]["benchmark_process_s"] = time.perf_counter() - started
@@ -117,7 +119,8 @@ def main() -> None:
     finally:
         server.stop()
     n_private = sum(1 for _ in json.loads((base / "nli_gold.json").read_text()))
-    print(json.dumps({"gold_examples": n_private, "train_examples": len(train), "seed": SEED, "loads": loads,
+    print(json.dumps({"gold_examples": n_private, "train_examples": len(train), "seed": SEED, "shots": SHOTS,
+                      "loads": loads,
                       "models": rows}, indent=1, ensure_ascii=False))
 
 

@@ -41,11 +41,11 @@ def test_a_full_configuration_is_read(tmp_path: Path) -> None:
 def test_the_model_submission_keys_are_read(tmp_path: Path) -> None:
     path = write(tmp_path, "title: t\ntasks:\n  nli: {gold: dev.json, train: tr.tsv, train_format: kornli}\n"
                            "models:\n  families: [embedding, llm]\n  executor: ray\n  ray_address: 10.0.0.1:6379\n"
-                           "  limits: {wall_s: 600, cpus: 4, gpus: 0.5, memory_gb: 12}\n  seed: 3\n"
+                           "  limits: {wall_s: 600, cpus: 4, gpus: 0.5, memory_gb: 12}\n  seed: 3\n  shots: 2\n"
                            "model_quota: {per_week: 5}\nallow_endpoints: true\n")
     config = load_config(path, known)
     assert (config.tasks[0].train, config.tasks[0].train_format) == (tmp_path / "tr.tsv", "kornli")
-    assert config.models == ModelsConfig(("embedding", "llm"), "ray", "10.0.0.1:6379", ModelLimits(600.0, 4, 0.5, 12.0), 3)
+    assert config.models == ModelsConfig(("embedding", "llm"), "ray", "10.0.0.1:6379", ModelLimits(600.0, 4, 0.5, 12.0), 3, 2)
     assert (config.per_week, config.allow_endpoints) == (5, True)
     assert ModelsConfig.of(config.to_json()) == config.models  # as site.json keeps it, for the worker
     plain = load_config(write(tmp_path, "title: t\ntasks:\n  nli: {gold: a.json}\n"), known)

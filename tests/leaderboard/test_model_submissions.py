@@ -23,7 +23,7 @@ import httpx
 import pytest
 from live_site import LiveServer, LiveSite, klue, write_nli_gold
 
-from conftest import private_guids_of
+from conftest import PASSWORD, csrf_of, private_guids_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
@@ -60,7 +60,7 @@ def model_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelSite]:
     config.write_text("title: model site\ntasks:\n  nli: {gold: nli_dev.json, train: nli_train.json}\n"
                       f"quota: {{per_day: 6}}\n{SERVICE}{MODELS}", encoding="utf-8")
     site = LiveSite.create(base / "site", config)
-    site.add_users([("mia", "Team M", None, False), ("ned", "Team N", None, False), ("kim", "Team K", None, False),
+    site.add_users([("mia", "Team M", PASSWORD, False), ("ned", "Team N", None, False), ("kim", "Team K", None, False),
                     ("wes", "Team W", None, False)])
     server = LiveServer(site, workers=1, scorers=1).start()
     try:
@@ -80,10 +80,23 @@ def private_texts(ms: ModelSite) -> list[str]:
     return [r[key] for r in ms.gold if r["guid"] in ms.private for key in ("premise", "hypothesis")]
 
 
+def owner_page(ms: ModelSite, user: str, path: str) -> str:
+    """`path` as the logged-in owner sees it in a browser."""
+    with httpx.Client(base_url=ms.server.url, timeout=60) as client:
+        answer = client.post("/login", data={"username": user, "password": PASSWORD,
+                                             "csrfmiddlewaretoken": csrf_of(client, "/login")})
+        assert answer.status_code == 302, answer.text
+        page = client.get(path)
+        assert page.status_code == 200, page.text
+        return page.text
+
+
 def participant_lines(ms: ModelSite, user: str, submission: int, cli_output: str) -> list[str]:
     """Everything the owner can read about a submission: the CLI's output, the API's answer, the page."""
     api = ms.server.get(f"/api/submissions/{submission}", ms.site.tokens[user]).text
-    return [cli_output, api, json.dumps(json.loads(api), ensure_ascii=False)]
+    page = owner_page(ms, user, f"/submissions/{submission}")
+    assert 'id="job-log"' in page and "scored: public nli score" in page
+    return [cli_output, api, json.dumps(json.loads(api), ensure_ascii=False), page]
 
 
 def test_a_classic_model_is_run_scored_and_ranked_beside_a_file(model_site: ModelSite, tmp_path: Path) -> None:
@@ -129,8 +142,7 @@ def test_an_endpoint_is_refused_on_a_site_with_a_private_part(model_site: ModelS
         assert "endpoint would see the hidden inputs" in done.stderr
     done = submit(model_site, "wes", "--model", "emb:/etc", check=False)
     assert done.returncode == 2 and "path on the server" in done.stderr
-    page = model_site.server.get("/submit")  # anonymous: a redirect to the login; the policy is on the page once in
-    assert page.status_code in (200, 302)
+    assert "are refused here: the endpoint would see the hidden inputs" in owner_page(model_site, "mia", "/submit")
     assert model_site.site.query("SELECT count(*) FROM leaderboard_modelsubmission s JOIN leaderboard_team t "
                                  "ON s.team_id = t.id WHERE t.name = 'Team W'") == [(0,)]
 

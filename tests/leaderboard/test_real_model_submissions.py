@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
 N_GOLD, N_TRAIN = 18, 34  # examples (whole premises): a 5-step fine-tune (batch 32, 5 epochs), seconds for e5
 SEED = 1
+SHOTS = 2  # the LLM's few-shot examples (the site's models.shots; fewer than the default 5: seconds, not minutes)
 SERVICE = "service: {heartbeat_s: 0.5, lost_after_s: 3}\n"
 
 
@@ -105,7 +106,7 @@ def real_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealSite]:
     gold, train = split_by_premise(json.loads(dev.read_text(encoding="utf-8")))
     base = tmp_path_factory.mktemp("real-model-site")
     site, server = make_site(base, gold, train, e5, gguf,
-                             "{limits: {wall_s: 900, memory_gb: 12}, seed: 1}")
+                             f"{{limits: {{wall_s: 900, memory_gb: 12}}, seed: {SEED}, shots: {SHOTS}}}")
     try:
         yield RealSite(server, site, base, gold, private_guids_of(base / "nli_gold.json"), e5, gguf)
     finally:
@@ -151,9 +152,9 @@ def test_real_models_through_the_service_equal_klue_benchmark_and_keep_the_priva
 
     # `klue benchmark` on the same cells (the site's train and gold files, the site's seed): the same predictions.
     out = tmp_path / "bench"
-    klue("benchmark", "--tasks", "nli", "--model", f"emb:{rs.e5}", "--model", f"hf:{rs.gguf}", "--train",
-         str(rs.base / "nli_train.json"), "--eval", str(rs.base / "nli_gold.json"), "--seeds", str(SEED),
-         "--out", str(out), timeout=1200)
+    for model, overrides in ((f"emb:{rs.e5}", ()), (f"hf:{rs.gguf}", ("--override", f"shots={SHOTS}"))):
+        klue("benchmark", "--tasks", "nli", "--model", model, *overrides, "--train", str(rs.base / "nli_train.json"),
+             "--eval", str(rs.base / "nli_gold.json"), "--seeds", str(SEED), "--out", str(out), timeout=1200)
     for spec, model in (("emb:e5-small", f"emb:{rs.e5}"), ("hf:smollm2.gguf", f"hf:{rs.gguf}")):
         bench = out / "nli" / model_slug(model) / f"seed{SEED}" / "predictions.jsonl"
         job = rs.site.root / "jobs" / str(answers[spec]["id"]) / "predictions.jsonl"
@@ -196,7 +197,7 @@ def test_the_same_site_on_a_ray_cluster_gives_the_same_scores(real_site: RealSit
     train = json.loads((rs.base / "nli_train.json").read_text(encoding="utf-8"))
     site, server = make_site(tmp_path / "ray", gold, train, rs.e5, rs.gguf,
                              f"{{executor: ray, ray_address: '{ray_cluster}', limits: {{wall_s: 900, memory_gb: 12, "
-                             "cpus: 1}, seed: 1}")
+                             f"cpus: 1}}, seed: {SEED}, shots: {SHOTS}}}")
     try:
         ray_site = RealSite(server, site, tmp_path / "ray", gold, rs.private, rs.e5, rs.gguf)
         done = submit_all(ray_site, "ana", ["emb:e5-small"])["emb:e5-small"]

@@ -34,7 +34,7 @@ TASK_KEYS = {"gold", "private_fraction", "format", "train", "train_format"}
 QUOTA_KEYS = {"per_day"}
 LIMIT_KEYS = {"upload_mib", "decompressed_mib", "cpu_seconds", "memory_mib"}
 SERVICE_KEYS = {"heartbeat_s", "lost_after_s", "sqlite_timeout_s"}
-MODELS_KEYS = {"families", "executor", "ray_address", "limits", "seed"}
+MODELS_KEYS = {"families", "executor", "ray_address", "limits", "seed", "shots"}
 MODEL_LIMIT_KEYS = {"wall_s", "cpus", "gpus", "memory_gb"}
 MODEL_QUOTA_KEYS = {"per_week"}
 FAMILIES = ("classic", "encoder", "llm", "embedding")  # klue.leaderboard.model_store.FAMILY_NAMES
@@ -101,10 +101,11 @@ class ModelsConfig:
     ray_address: str | None = None  # executor ray: an existing cluster; None: a local Ray started per job
     limits: ModelLimits = field(default_factory=ModelLimits)
     seed: int = 1  # every model's cell runs with this seed (klue benchmark's default --seeds)
+    shots: int = 5  # an LLM's few-shot examples, drawn from the training split with the seed: the same for all
 
     def to_json(self) -> dict[str, Any]:
         return {"families": list(self.families), "executor": self.executor, "ray_address": self.ray_address,
-                "limits": vars(self.limits).copy(), "seed": self.seed}
+                "limits": vars(self.limits).copy(), "seed": self.seed, "shots": self.shots}
 
     @classmethod
     def of(cls, config: dict[str, Any]) -> ModelsConfig:
@@ -113,7 +114,7 @@ class ModelsConfig:
         if data is None:
             return cls()
         return cls(tuple(data["families"]), data["executor"], data["ray_address"], ModelLimits(**data["limits"]),
-                   int(data["seed"]))
+                   int(data["seed"]), int(data["shots"]))
 
 
 @dataclass(frozen=True)
@@ -347,7 +348,8 @@ def _models(reader: _Reader, node: yaml.Node | None) -> ModelsConfig:
             address = None
     limits = _model_limits(reader, entry.get("limits"))
     seed = reader.integer(entry.get("seed"), "models.seed", default.seed, 0)
-    return ModelsConfig(families, str(executor), address, limits, seed)
+    shots = reader.integer(entry.get("shots"), "models.shots", default.shots, 0)
+    return ModelsConfig(families, str(executor), address, limits, seed, shots)
 
 
 def _model_limits(reader: _Reader, node: yaml.Node | None) -> ModelLimits:

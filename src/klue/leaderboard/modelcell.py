@@ -47,11 +47,16 @@ PROGRESS_LINE = re.compile(r"^(?P<label>[^\n]{1,200}?): (?P<done>[\d,]+)/(?P<tot
 
 
 def model_cell(task: str, model: str, seed: int, out_dir: Path, train: Path, train_format: str | None,
-               gold: Path, gold_format: str | None) -> CellSpec:
-    """The cell of a model submission on one task: what `klue benchmark --task TASK --model MODEL --train
-    TRAIN --eval GOLD --seeds SEED` runs (protocol `files`, official metric mode)."""
+               gold: Path, gold_format: str | None, shots: int) -> CellSpec:
+    """The cell of a model submission on one task: what `klue benchmark --tasks TASK --model MODEL --train
+    TRAIN --eval GOLD --seeds SEED` runs (protocol `files`, official metric mode; an LLM with `--override
+    shots=SHOTS`)."""
+    from klue.families import family_of
+    from klue.results import LLM
+
     files = FilesChoice(str(train), str(gold), train_format=train_format or None, eval_format=gold_format or None)
-    return CellSpec(task, model, seed, "files", "official", str(out_dir), files=files)
+    overrides = (("shots", shots),) if family_of(model).name == LLM else ()
+    return CellSpec(task, model, seed, "files", "official", str(out_dir), overrides=overrides, files=files)
 
 
 def write_cell(spec: CellSpec, path: Path) -> None:

@@ -131,6 +131,11 @@ class _Watch:
         job = ModelJob.objects.get(pk=self.job.pk)
         if job.cancel_requested:
             return True
+        self.record(job)
+        return False
+
+    def record(self, job: ModelJob) -> None:
+        """The progress lines the cell wrote since the last look, into the job's row."""
         progress = modelcell.progress_of(self.out_dir)
         if len(progress) > self.shown:
             for item in progress[self.shown:]:
@@ -140,13 +145,13 @@ class _Watch:
                             "elapsed_s": last.elapsed_s, "eta_s": last.eta_s}
             self.shown = len(progress)
             job.save(update_fields=["progress", "log"])
-        return False
 
 
 def _cell(job: ModelJob, gold: TaskGold, model: str, out_dir: Path) -> None:
     site = Path(settings.KLUE_SITE)
-    spec = modelcell.model_cell(gold.task, model, models_config().seed, out_dir, site / gold.train_path,
-                                gold.train_format, site / gold.path, gold.format)
+    config = models_config()
+    spec = modelcell.model_cell(gold.task, model, config.seed, out_dir, site / gold.train_path,
+                                gold.train_format, site / gold.path, gold.format, config.shots)
     out_dir.mkdir(parents=True, exist_ok=True)
     modelcell.write_cell(spec, out_dir / modelcell.CELL_FILE)
 
@@ -178,7 +183,8 @@ def run_job(job: ModelJob) -> str:
     ended = modelcell.finished_cell(out_dir)
     if ended is None:
         add_log(job, f"running the {ms.family} cell on {gold.task}: {gold.n_train:,} training examples, "
-                     f"{gold.n_public + gold.n_private:,} inputs to predict, seed {config.seed} "
+                     f"{gold.n_public + gold.n_private:,} inputs to predict, seed {config.seed}"
+                     f"{f', {config.shots} shots' if ms.family == 'llm' else ''} "
                      f"({config.executor} executor)")
         job.save(update_fields=["log"])
         watch = _Watch(job, out_dir)
@@ -187,6 +193,7 @@ def run_job(job: ModelJob) -> str:
         else:
             run = modelcell.run_local(out_dir, config.limits, watch)
         job = ModelJob.objects.get(pk=job.pk)
+        watch.record(job)  # the lines written since the last poll
         job.wall_s = (job.wall_s or 0.0) + run.seconds
         ended = run.status
     else:

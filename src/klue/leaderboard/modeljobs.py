@@ -66,8 +66,11 @@ def add_log(job: ModelJob, line: str) -> None:
 def pick_next(slot: str) -> ModelJob | None:
     """The fairest waiting job, marked running under `slot` (see the module's docstring), or None."""
     with transaction.atomic():
-        waiting = ModelJob.objects.select_for_update().filter(state=ModelJob.WAITING, cancel_requested=False)
-        teams = list(waiting.values_list("team_id", flat=True).distinct())
+        # Every waiting row locked (PostgreSQL refuses FOR UPDATE with DISTINCT: the teams are found here), so
+        # two workers choose one after the other; on SQLite the IMMEDIATE transaction does the same.
+        waiting = list(ModelJob.objects.select_for_update().filter(state=ModelJob.WAITING, cancel_requested=False)
+                       .order_by("created_at", "id"))
+        teams = sorted({job.team_id for job in waiting})
         if not teams:
             return None
         running = dict(ModelJob.objects.filter(state=ModelJob.RUNNING, team_id__in=teams)
@@ -75,8 +78,7 @@ def pick_next(slot: str) -> ModelJob | None:
         served = dict(ModelJob.objects.filter(team_id__in=teams, started_at__isnull=False)
                       .values_list("team_id").annotate(last=Max("started_at")))
         team = min(teams, key=lambda t: (running.get(t, 0), served.get(t) or EPOCH, t))
-        job = waiting.filter(team_id=team).order_by("created_at", "id").first()
-        assert job is not None
+        job = next(j for j in waiting if j.team_id == team)
         job.state, job.slot, job.started_at, job.attempts = ModelJob.RUNNING, slot, timezone.now(), job.attempts + 1
         job.progress = {"step": "starting"}
         add_log(job, f"attempt {job.attempts} started on {socket.gethostname()[:40]}")

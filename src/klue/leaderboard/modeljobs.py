@@ -37,6 +37,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 from django_tasks import TaskContext, task
 
+from klue.errors import DataError
 from klue.leaderboard import modelcell
 from klue.leaderboard.config import ModelsConfig
 from klue.leaderboard.jobs import score_submission
@@ -191,7 +192,13 @@ def run_job(job: ModelJob) -> str:
         job.save(update_fields=["log"])
         watch = _Watch(job, out_dir)
         if config.executor == "ray":
-            run = modelcell.run_ray(out_dir, config, model, watch)
+            try:
+                run = modelcell.run_ray(out_dir, config, model, watch)
+            except DataError:
+                log.exception("model job %s: the Ray cluster", job.pk)
+                _end(job, ModelJob.FAILED, "the site could not run the job on its Ray cluster; the organisers have "
+                                           "the details", Submission.FAILED)
+                return "failed"
         else:
             run = modelcell.run_local(out_dir, config.limits, watch)
         job = ModelJob.objects.get(pk=job.pk)

@@ -118,8 +118,8 @@ def main() -> None:
             rows[spec]["benchmark_scores"] = scored["scores"]["scores"]
     finally:
         server.stop()
-    n_private = sum(1 for _ in json.loads((base / "nli_gold.json").read_text()))
-    print(json.dumps({"gold_examples": n_private, "train_examples": len(train), "seed": SEED, "shots": SHOTS,
+    n_gold = len(gold)
+    print(json.dumps({"gold_examples": n_gold, "train_examples": len(train), "seed": SEED, "shots": SHOTS,
                       "loads": loads,
                       "models": rows}, indent=1, ensure_ascii=False))
 

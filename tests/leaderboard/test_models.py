@@ -257,3 +257,24 @@ def test_a_lost_slots_model_job_waits_again_and_a_waiting_job_cancels_at_once(dj
     assert not cancel(Submission.objects.get(pk=waiting.submission_id))  # ended: nothing to cancel
     resumed = pick_next("slot-next")
     assert resumed is not None and (resumed.pk, resumed.attempts) == (running.pk, 2)
+
+
+def test_a_job_whose_ray_task_died_gets_a_new_slot_until_its_attempts_run_out(django_site: dict[str, Any]) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from klue.leaderboard.modeljobs import MAX_ATTEMPTS, pick_next, requeue_lost_task
+    from klue.leaderboard.models import ModelJob, Submission, Team
+
+    ModelJob.objects.filter(state=ModelJob.WAITING).update(state=ModelJob.CANCELLED)
+    (job,) = _model_jobs(Team.objects.create(name="ray team"), 1)
+    slots = DBTaskResult.objects.filter(status="READY").count()
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        picked = pick_next(f"slot-ray-{attempt}")
+        assert picked is not None and (picked.pk, picked.attempts) == (job.pk, attempt)
+        if attempt < MAX_ATTEMPTS:
+            assert requeue_lost_task(picked)
+            again = ModelJob.objects.get(pk=job.pk)
+            assert again.state == ModelJob.WAITING and "Ray task running this job died" in again.log[-1][1]
+            assert Submission.objects.get(pk=job.submission_id).status == Submission.QUEUED
+            assert DBTaskResult.objects.filter(status="READY").count() == slots + attempt  # a slot for the retry
+    assert not requeue_lost_task(ModelJob.objects.get(pk=job.pk))  # out of attempts: the job fails

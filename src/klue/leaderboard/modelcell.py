@@ -39,7 +39,7 @@ from klue.results import PREDICTIONS_FILE, RESULTS_FILE, read_results
 CELL_FILE = "cell.json"
 POLL_S = 0.5
 GIB = 1 << 30
-KILLED, CANCELLED, WALL, OK, FAILED = "killed", "cancelled", "wall", "ok", "failed"
+KILLED, CANCELLED, WALL, OK, FAILED, LOST = "killed", "cancelled", "wall", "ok", "failed", "lost"
 
 # klue.io.progress's plain line: "LABEL: DONE/TOTAL (P%)[ INFO]; H:MM:SS elapsed[, ETA H:MM:SS]"
 PROGRESS_LINE = re.compile(r"^(?P<label>[^\n]{1,200}?): (?P<done>[\d,]+)/(?P<total>[\d,]+) \(\d+%\)"
@@ -73,7 +73,8 @@ def read_cell(path: Path) -> CellSpec:
 @dataclass(frozen=True)
 class CellRun:
     """How the cell's process ended: ok | failed (the cell recorded its failure) | killed (no results.json:
-    a signal, a limit) | cancelled | wall (stopped at the wall-time limit)."""
+    a signal, a limit) | cancelled | wall (stopped at the wall-time limit) | lost (its Ray task or node died:
+    the job is worth another attempt)."""
 
     status: str
     seconds: float
@@ -169,8 +170,8 @@ def run_ray(out_dir: Path, models: ModelsConfig, model_spec: str, stop: Callable
             if done:
                 try:
                     status, _seconds = ray.get(ref)
-                except ray.exceptions.RayError:  # the task or its node died: no results.json, as a killed child
-                    status = KILLED
+                except ray.exceptions.RayError:  # the task or its node died (not the cell): another attempt
+                    status = LOST
                 return CellRun(status, time.monotonic() - start)
             if stop():
                 ray.cancel(ref, force=True)

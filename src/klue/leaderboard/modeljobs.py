@@ -15,7 +15,8 @@ requeue and resume (docs/leaderboard.md, "Model submissions").
 - **Requeue and resume.** A worker that stops beating has its slots put back (klue.leaderboard.worker) and
   its running jobs set waiting; the next attempt runs in the same directory, so the encoder family resumes
   from its last checkpoint, the LLM family from its request cache and the embedding family from its
-  embedding cache; a classic cell starts over. A cell that had finished is only scored.
+  embedding cache; a classic cell starts over. A cell that had finished is only scored. A job whose Ray task
+  died is put back with a new slot (MAX_ATTEMPTS in all).
 - **Cancel.** The owner's cancel marks the job; a waiting job ends at once, a running one at its next poll
   (its child process group is killed, or its Ray task cancelled).
 - **The owner's log** holds lines this module writes (steps, counts, times, the public score) and the numbers
@@ -48,6 +49,7 @@ log = logging.getLogger("klue.leaderboard")
 
 JOBS_DIR = "jobs"
 PROGRESS_EVERY_S = 2.0  # how often a running job's progress is written to the database
+MAX_ATTEMPTS = 3  # a job whose Ray task died is put back this many times in all, then fails
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -100,6 +102,21 @@ def requeue_slots(slots: list[str]) -> int:
         Submission.objects.filter(pk=job.submission_id).update(status=Submission.QUEUED)
         count += 1
     return count
+
+
+def requeue_lost_task(job: ModelJob) -> bool:
+    """A job whose Ray task (or its node) died: waiting again with a new queue slot, while it has attempts
+    left (it resumes in the same directory); False when it has none."""
+    if job.attempts >= MAX_ATTEMPTS:
+        return False
+    with transaction.atomic():
+        job.state, job.slot, job.progress = ModelJob.WAITING, "", {"step": "waiting"}
+        add_log(job, "the Ray task running this job died; put back in the queue (it resumes where the model's "
+                     "family can)")
+        job.save(update_fields=["state", "slot", "progress", "log", "wall_s"])
+        Submission.objects.filter(pk=job.submission_id).update(status=Submission.QUEUED)
+        run_model_slot.enqueue()
+    return True
 
 
 def cancel(submission: Submission) -> bool:
@@ -210,12 +227,15 @@ def run_job(job: ModelJob) -> str:
     if ended == modelcell.CANCELLED:
         _end(job, ModelJob.CANCELLED, "cancelled by the owner", Submission.CANCELLED)
         return "cancelled"
+    if ended == modelcell.LOST and requeue_lost_task(job):
+        return "requeued"
     if ended == modelcell.WALL:
         _end(job, ModelJob.FAILED, f"stopped at the site's wall-time limit ({config.limits.wall_s:g} s)",
              Submission.FAILED)
         return "failed"
     if ended != modelcell.OK:
         why = ("the model's run failed" if ended == modelcell.FAILED else
+               f"its Ray task died {job.attempts} times" if ended == modelcell.LOST else
                f"the model's process ended without results (a limit: {config.limits.memory_gb:g} GB of memory, or "
                "a signal)")
         _end(job, ModelJob.FAILED, f"{why}; the organisers have its log", Submission.FAILED)

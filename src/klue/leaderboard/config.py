@@ -137,7 +137,8 @@ class SiteConfig:
                 "limits": vars(self.limits).copy(), "service": vars(self.service).copy(),
                 "models": self.models.to_json(), "model_quota": {"per_week": self.per_week},
                 "allow_endpoints": self.allow_endpoints,
-                "tasks": {t.name: {"private_fraction": t.private_fraction} for t in self.tasks}}
+                "tasks": {t.name: {"private_fraction": t.private_fraction, "train": t.train is not None}
+                          for t in self.tasks}}
 
 
 class _Reader:

@@ -258,7 +258,7 @@ def run_job(job: ModelJob) -> str:
     return outcome
 
 
-@task(takes_context=True)
+@task(takes_context=True, queue_name="models")  # klue.leaderboard.worker.MODELS_QUEUE: workers of their own
 def run_model_slot(context: TaskContext) -> str:
     """One queue slot: the fairest waiting model job, run to its end (nothing waiting: nothing to do)."""
     job = pick_next(str(context.task_result.id))

@@ -26,6 +26,8 @@ from klue.leaderboard.modeljobs import requeue_slots
 from klue.leaderboard.models import WorkerHeartbeat, site_config
 
 log = logging.getLogger("klue.leaderboard")
+SCORING_QUEUE = "default"  # scoring jobs (files, and a model job's predictions: scored inside the model job)
+MODELS_QUEUE = "models"  # model submissions' queue slots (klue.leaderboard.modeljobs): minutes each
 
 
 def new_worker_id() -> str:
@@ -70,8 +72,9 @@ def _beat(worker_id: str, stop: threading.Event, every: float) -> None:
     connection.close()
 
 
-def run_worker(worker_id: str | None = None, max_tasks: int | None = None) -> None:
-    """Run scoring jobs until stopped (SIGTERM/SIGINT end it after the current job)."""
+def run_worker(worker_id: str | None = None, max_tasks: int | None = None, queue: str = SCORING_QUEUE) -> None:
+    """Run the jobs of `queue` until stopped (SIGTERM/SIGINT end it after the current job): scoring jobs, or
+    model submissions' jobs on their own queue, so a model running for minutes never holds up a file."""
     worker_id = worker_id or new_worker_id()
     WorkerHeartbeat.objects.update_or_create(worker_id=worker_id, defaults={
         "host": socket.gethostname(), "pid": os.getpid(), "beat_at": timezone.now(), "stopped": False})
@@ -80,7 +83,7 @@ def run_worker(worker_id: str | None = None, max_tasks: int | None = None) -> No
     beater = threading.Thread(target=_beat, args=(worker_id, stop, timing().heartbeat_s), name="heartbeat", daemon=True)
     beater.start()
     options: dict[str, object] = {"worker_id": worker_id, "interval": 0.3, "reload": False,
-                                  "startup_delay": False, "verbosity": 0}
+                                  "startup_delay": False, "verbosity": 0, "queue_name": queue}
     if max_tasks is not None:
         options["max_tasks"] = max_tasks
     try:

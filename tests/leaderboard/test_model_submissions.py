@@ -192,6 +192,13 @@ def test_the_owner_cancels_a_running_job(model_site: ModelSite) -> None:
     done = submit(ms, "kim", "--model", "classic", "--json")
     submission = json.loads(done.stdout)["submissions"][0]["id"]
     _wait_running(ms, submission)
+    # A file sent meanwhile is scored while the model runs: model jobs have workers of their own.
+    file = ms.base / "kim.jsonl"
+    file.write_text("".join(json.dumps({"guid": r["guid"], "label": "neutral"}) + "\n" for r in ms.gold),
+                    encoding="utf-8")
+    sent = ms.server.submit(ms.site.tokens["kim"], file).json()["id"]
+    assert ms.server.wait_scored(ms.site.tokens["kim"], [sent], timeout=60)[sent]["status"] == "scored"
+    assert _job_row(ms, submission)[0] == "running"
     assert submit(ms, "ned", "--cancel", str(submission), check=False).returncode == 2  # not ned's
     cancelled = submit(ms, "kim", "--cancel", str(submission))
     assert "cancel asked" in cancelled.stdout

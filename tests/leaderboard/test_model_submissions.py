@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live_site import LiveServer, LiveSite, klue, write_nli_gold
+from live_site import LiveServer, LiveSite, klue, write_nli_gold, write_nli_train
 
 from conftest import PASSWORD, csrf_of, private_guids_of
 
@@ -29,17 +29,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
 SERVICE = "service: {heartbeat_s: 0.5, lost_after_s: 2}\n"
 MODELS = "models: {families: [classic, embedding, llm], limits: {wall_s: 300, memory_gb: 8}}\nmodel_quota: {per_week: 6}\n"
-
-
-def write_nli_train(path: Path, n: int) -> list[dict[str, Any]]:
-    """A training split with texts and guids of its own (none shared with the gold)."""
-    records = write_nli_gold(path, n, seed=3)
-    for i, record in enumerate(records):
-        record["guid"] = f"klue-nli-v1_train_{i:05d}"
-        record["premise"] = f"식당 {i}호점은 바다가 보이고 넓습니다."
-        record["hypothesis"] = f"식당 {i}호점은 {'좁습니다' if record['gold_label'] == 'contradiction' else '넓습니다'}."
-    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
-    return records
 
 
 @dataclass

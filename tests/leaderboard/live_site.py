@@ -46,6 +46,17 @@ def write_nli_gold(path: Path, n: int, seed: int = 0) -> list[dict[str, Any]]:
     return gold
 
 
+def write_nli_train(path: Path, n: int) -> list[dict[str, Any]]:
+    """A training split with texts and guids of its own (none shared with the gold)."""
+    records = write_nli_gold(path, n, seed=3)
+    for i, record in enumerate(records):
+        record["guid"] = f"klue-nli-v1_train_{i:05d}"
+        record["premise"] = f"식당 {i}호점은 바다가 보이고 넓습니다."
+        record["hypothesis"] = f"식당 {i}호점은 {'좁습니다' if record['gold_label'] == 'contradiction' else '넓습니다'}."
+    path.write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    return records
+
+
 def write_nli_predictions(gold: list[dict[str, Any]], path: Path, accuracy: float, seed: int) -> Path:
     """JSON Lines predictions that keep each gold label with probability `accuracy`, else guess."""
     rng = random.Random(seed)

@@ -10,7 +10,7 @@ import pytest
 from live_site import klue, write_nli_gold
 
 from klue.errors import DataError
-from klue.leaderboard.config import Service, load_config
+from klue.leaderboard.config import ModelLimits, ModelsConfig, Service, load_config
 from klue.leaderboard.service import read_config
 
 
@@ -38,6 +38,22 @@ def test_a_full_configuration_is_read(tmp_path: Path) -> None:
     assert Service.of(config.to_json()) == config.service  # as site.json keeps it, for the worker and /status
 
 
+def test_the_model_submission_keys_are_read(tmp_path: Path) -> None:
+    path = write(tmp_path, "title: t\ntasks:\n  nli: {gold: dev.json, train: tr.tsv, train_format: kornli}\n"
+                           "models:\n  families: [embedding, llm]\n  executor: ray\n  ray_address: 10.0.0.1:6379\n"
+                           "  limits: {wall_s: 600, cpus: 4, gpus: 0.5, memory_gb: 12}\n  seed: 3\n  shots: 2\n"
+                           "model_quota: {per_week: 5}\nallow_endpoints: true\n")
+    config = load_config(path, known)
+    assert (config.tasks[0].train, config.tasks[0].train_format) == (tmp_path / "tr.tsv", "kornli")
+    assert config.models == ModelsConfig(("embedding", "llm"), "ray", "10.0.0.1:6379", ModelLimits(600.0, 4, 0.5, 12.0), 3, 2)
+    assert (config.per_week, config.allow_endpoints) == (5, True)
+    assert ModelsConfig.of(config.to_json()) == config.models  # as site.json keeps it, for the worker
+    plain = load_config(write(tmp_path, "title: t\ntasks:\n  nli: {gold: a.json}\n"), known)
+    assert (plain.tasks[0].train, plain.models, plain.per_week, plain.allow_endpoints) == (
+        None, ModelsConfig(), None, False)
+    assert ModelsConfig.of({}) == ModelsConfig()  # a site made before model submissions
+
+
 def test_defaults(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "title: t\ntasks:\n  nli: {gold: a.json}\n"), known)
     assert (config.per_day, config.public_ranking, config.final_submissions, config.limits.upload_mib) == (
@@ -59,6 +75,18 @@ def test_defaults(tmp_path: Path) -> None:
     ("title: t\ntasks: [1, 2\n", 3, "not YAML"),
     ("title: t\ntasks:\n  nli: {gold: a.json}\nservice: {sqlite_timeout_s: -1}\n", 4, "positive number"),
     ("title: t\ntasks:\n  nli: {gold: a.json}\nservice: {heartbeat_s: 2, lost_after_s: 3}\n", 4, "two heartbeats"),
+    ("title: t\ntasks:\n  nli: {gold: a.json, trian: b.json}\n", 3, "unknown key 'trian'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json, train_format: json}\n", 3, "goes with tasks.nli.train"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels:\n  familes: [llm]\n", 5, "unknown key 'familes'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels: {families: [llm, gpt]}\n", 4, "some of classic, encoder"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels: {executor: slurm}\n", 4, "one of local, ray"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels: {ray_address: 'h:1'}\n", 4, "goes with `executor: ray`"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels:\n  limits: {wall_s: 0}\n", 5, "positive number of seconds"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels:\n  limits: {gpu: 1}\n", 5, "unknown key 'gpu'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodels:\n  limits: {memory_gb: -2}\n", 5, "number of GB"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodel_quota: {per_week: 0}\n", 4, "at least 1"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nmodel_quota: {per_day: 3}\n", 4, "unknown key 'per_day'"),
+    ("title: t\ntasks:\n  nli: {gold: a.json}\nallow_endpoints: sometimes\n", 4, "true or false"),
 ])
 def test_problems_name_their_line(tmp_path: Path, text: str, line: int, words: str) -> None:
     with pytest.raises(DataError) as caught:

@@ -198,3 +198,83 @@ def test_boards_rank_entries_and_hide_the_private_part_until_reveal(django_site:
     assert board is not None
     private = {r.entry.team: r for r in board.per_task["nli"]}
     assert private["strong"].entry.score > private["weak"].entry.score  # type: ignore[operator]
+
+
+def _model_jobs(team: Any, n: int) -> list[Any]:
+    from klue.leaderboard.models import ModelJob, ModelSubmission, Submission
+
+    model = ModelSubmission.objects.create(team=team, spec="classic", family="classic", source="builtin")
+    jobs = []
+    for _ in range(n):
+        submission = Submission.objects.create(team=team, task="nli", model_submission=model)
+        jobs.append(ModelJob.objects.create(submission=submission, team=team))
+    return jobs
+
+
+def test_the_model_queue_is_fair_between_teams(django_site: dict[str, Any]) -> None:
+    """Team A queues ten jobs, then team B one, then team C two: one worker serves A, B, C, A, C, A, ...
+    (the team served longest ago first), and with A's job running a second worker takes B's, not A's next."""
+    from klue.leaderboard.modeljobs import pick_next
+    from klue.leaderboard.models import ModelJob, Team
+
+    ModelJob.objects.filter(state=ModelJob.WAITING).update(state=ModelJob.CANCELLED)
+    a, b, c = (Team.objects.create(name=f"fair {x}") for x in "ABC")
+    _model_jobs(a, 10)
+    _model_jobs(b, 1)
+    _model_jobs(c, 2)
+    first, second = pick_next("slot-1"), pick_next("slot-2")  # two workers at once
+    assert first is not None and second is not None
+    assert (first.team_id, second.team_id) == (a.pk, b.pk)
+    third = pick_next("slot-3")  # A and B each run one: C's turn
+    assert third is not None and third.team_id == c.pk
+    order = []
+    for job in (first, second, third):
+        ModelJob.objects.filter(pk=job.pk).update(state=ModelJob.DONE)
+    while (job := pick_next("slot-x")) is not None:  # one worker from now on
+        order.append({a.pk: "A", b.pk: "B", c.pk: "C"}[job.team_id])
+        ModelJob.objects.filter(pk=job.pk).update(state=ModelJob.DONE)
+    assert order == ["A", "C"] + ["A"] * 8
+
+
+def test_a_lost_slots_model_job_waits_again_and_a_waiting_job_cancels_at_once(django_site: dict[str, Any]) -> None:
+    from klue.leaderboard.modeljobs import cancel, pick_next, requeue_slots
+    from klue.leaderboard.models import ModelJob, Submission, Team
+
+    ModelJob.objects.filter(state=ModelJob.WAITING).update(state=ModelJob.CANCELLED)
+    team = Team.objects.create(name="requeue team")
+    running, waiting = _model_jobs(team, 2)
+    picked = pick_next("slot-lost")
+    assert picked is not None and picked.pk == running.pk
+    assert Submission.objects.get(pk=running.submission_id).status == Submission.RUNNING
+    assert requeue_slots(["slot-lost"]) == 1
+    again = ModelJob.objects.get(pk=running.pk)
+    assert (again.state, again.slot, again.attempts) == (ModelJob.WAITING, "", 1)
+    assert "put back in the queue" in again.log[-1][1]
+    assert Submission.objects.get(pk=running.submission_id).status == Submission.QUEUED
+    assert cancel(Submission.objects.get(pk=waiting.submission_id))
+    assert ModelJob.objects.get(pk=waiting.pk).state == ModelJob.CANCELLED
+    assert Submission.objects.get(pk=waiting.submission_id).status == Submission.CANCELLED
+    assert not cancel(Submission.objects.get(pk=waiting.submission_id))  # ended: nothing to cancel
+    resumed = pick_next("slot-next")
+    assert resumed is not None and (resumed.pk, resumed.attempts) == (running.pk, 2)
+
+
+def test_a_job_whose_ray_task_died_gets_a_new_slot_until_its_attempts_run_out(django_site: dict[str, Any]) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    from klue.leaderboard.modeljobs import MAX_ATTEMPTS, pick_next, requeue_lost_task
+    from klue.leaderboard.models import ModelJob, Submission, Team
+
+    ModelJob.objects.filter(state=ModelJob.WAITING).update(state=ModelJob.CANCELLED)
+    (job,) = _model_jobs(Team.objects.create(name="ray team"), 1)
+    slots = DBTaskResult.objects.filter(status="READY").count()
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        picked = pick_next(f"slot-ray-{attempt}")
+        assert picked is not None and (picked.pk, picked.attempts) == (job.pk, attempt)
+        if attempt < MAX_ATTEMPTS:
+            assert requeue_lost_task(picked)
+            again = ModelJob.objects.get(pk=job.pk)
+            assert again.state == ModelJob.WAITING and "Ray task running this job died" in again.log[-1][1]
+            assert Submission.objects.get(pk=job.submission_id).status == Submission.QUEUED
+            assert DBTaskResult.objects.filter(status="READY").count() == slots + attempt  # a slot for the retry
+    assert not requeue_lost_task(ModelJob.objects.get(pk=job.pk))  # out of attempts: the job fails

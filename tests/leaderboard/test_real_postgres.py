@@ -10,7 +10,15 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from live_site import LiveServer, LiveSite, klue, write_config, write_nli_gold, write_nli_predictions
+from live_site import (
+    LiveServer,
+    LiveSite,
+    klue,
+    write_config,
+    write_nli_gold,
+    write_nli_predictions,
+    write_nli_train,
+)
 from postgres import PostgresServer, postgres_server  # noqa: F401  # the fixture, by name
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
@@ -23,8 +31,11 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory,
               postgres_server: PostgresServer) -> Iterator[LiveServer]:  # noqa: F811
     base = tmp_path_factory.mktemp("pg-site")
     gold = write_nli_gold(base / "nli_dev.json", 240)
-    site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", PER_DAY),
-                           db=postgres_server.new_database("lb"))
+    write_nli_train(base / "nli_train.json", 90)  # model submissions too (the fair queue's locking on PostgreSQL)
+    config = write_config(base, base / "nli_dev.json", PER_DAY)
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "private_fraction: 0.5}", f"private_fraction: 0.5, train: {base / 'nli_train.json'}}}"), encoding="utf-8")
+    site = LiveSite.create(base / "site", config, db=postgres_server.new_database("lb"))
     site.add_users((name, team, None, False) for name, team in (("alice", "Team A"), ("bob", "Team B"),
                                                                  ("carol", "Team C")))
     for name, accuracy in (("good", 0.95), ("poor", 0.4)):
@@ -100,3 +111,14 @@ def test_quota_exact_under_concurrent_submissions_on_postgres(pg_server: LiveSer
     assert late.status_code == 429
     team = pg_server.get("/api/team", token).json()
     assert team["quota"]["used"]["nli"] == PER_DAY and team["quota"]["resets_at"].endswith("00:00:00+00:00")
+
+
+def test_a_model_submission_on_postgres(pg_server: LiveServer) -> None:
+    """The model queue's locking (SELECT ... FOR UPDATE of the waiting jobs) and a job's run on PostgreSQL."""
+    site = pg_server.site
+    done = klue("submit", "--server", pg_server.url, "--model", "classic", "--wait", "--json",
+                env={"KLUE_TOKEN": site.tokens["bob"]}, timeout=600)
+    answer = json.loads(done.stdout)["submissions"][0]
+    assert answer["status"] == "scored" and answer["job"]["state"] == "done", answer
+    assert site.query("SELECT state, attempts FROM leaderboard_modeljob WHERE submission_id = %s",
+                      (answer["id"],)) == [("done", 1)]

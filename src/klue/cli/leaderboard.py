@@ -102,14 +102,19 @@ def serve_command(
     workers: Annotated[int, typer.Option("--workers", min=1, help="Web server processes (gunicorn).")] = 2,
     scorers: Annotated[int, typer.Option("--scorers", min=0, help="Scoring worker processes on this machine "
                                          "(more on other machines: `klue leaderboard worker`).")] = 1,
+    model_workers: Annotated[int | None, typer.Option(
+        "--model-workers", min=0, help="Worker processes that run model submissions' jobs, apart from the scoring "
+        "workers (default: 1 on a site with a training split, else 0).", show_default=False)] = None,
 ) -> None:
-    """Serve the site: gunicorn with WORKERS web processes and SCORERS scoring workers (restarted when one
-    dies); Ctrl-C or SIGTERM stops all of them."""
+    """Serve the site: gunicorn with WORKERS web processes, SCORERS scoring workers and the model-job workers
+    (each restarted when it dies); Ctrl-C or SIGTERM stops all of them."""
     from klue.leaderboard.serve import Supervisor
     from klue.leaderboard.site import Site
 
-    Site(site).read()  # not a site: one line, exit 2
-    raise typer.Exit(Supervisor(site.resolve(), host, port, workers, scorers).run())
+    data = Site(site).read()  # not a site: one line, exit 2
+    if model_workers is None:
+        model_workers = int(any(t.get("train") for t in data["config"]["tasks"].values()))
+    raise typer.Exit(Supervisor(site.resolve(), host, port, workers, scorers, model_workers).run())
 
 
 @leaderboard_app.command("worker")
@@ -117,13 +122,15 @@ def worker_command(
     site: SiteArg,
     max_tasks: Annotated[int | None, typer.Option("--max-tasks", min=1, help="Stop after this many jobs.",
                                                   show_default=False)] = None,
+    models: Annotated[bool, typer.Option("--models", help="Run model submissions' jobs instead of scoring jobs "
+                                         "(docs/leaderboard.md, \"Model submissions\").")] = False,
 ) -> None:
-    """Run scoring jobs only (for more machines on one PostgreSQL database: each needs a copy of SITE with
-    its gold files)."""
+    """Run scoring jobs only, or with --models model submissions' jobs (for more machines on one PostgreSQL
+    database: each needs a copy of SITE with its gold files)."""
     _setup(site)
-    from klue.leaderboard.worker import run_worker
+    from klue.leaderboard.worker import MODELS_QUEUE, SCORING_QUEUE, run_worker
 
-    run_worker(max_tasks=max_tasks)
+    run_worker(max_tasks=max_tasks, queue=MODELS_QUEUE if models else SCORING_QUEUE)
 
 
 @leaderboard_app.command("reveal")

@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils import timezone
 
-from klue.leaderboard.models import Member, SiteState, Submission, TaskGold, Team
+from klue.leaderboard.models import Member, ModelJob, ModelSubmission, SiteState, Submission, TaskGold, Team
 
 
 @admin.register(Team)
@@ -32,10 +32,28 @@ class SubmissionAdmin(admin.ModelAdmin):
     readonly_fields = ("team", "user", "task", "created_at", "status", "filename", "size", "messages")
 
 
+@admin.register(ModelSubmission)
+class ModelSubmissionAdmin(admin.ModelAdmin):
+    list_display = ("id", "spec", "family", "source", "team", "name", "created_at")
+    list_filter = ("family",)
+    readonly_fields = ("team", "user", "spec", "family", "source", "store_name", "hub_id", "created_at")
+
+
+@admin.register(ModelJob)
+class ModelJobAdmin(admin.ModelAdmin):
+    """A model submission's job on one task; its cell's own files (log.txt, results.json) are in SITE/jobs/."""
+
+    list_display = ("id", "submission", "team", "state", "attempts", "started_at", "wall_s")
+    list_filter = ("state",)
+    readonly_fields = ("submission", "team", "state", "created_at", "started_at", "finished_at", "attempts", "slot",
+                       "progress", "log", "wall_s", "cell_s")
+
+
 @admin.register(TaskGold)
 class TaskGoldAdmin(admin.ModelAdmin):
-    list_display = ("task", "n_public", "n_private", "sha256")
-    readonly_fields = ("task", "path", "format", "sha256", "seed", "private_fraction", "n_public", "n_private")
+    list_display = ("task", "n_public", "n_private", "n_train", "sha256")
+    readonly_fields = ("task", "path", "format", "sha256", "seed", "private_fraction", "n_public", "n_private",
+                       "train_path", "train_format", "train_sha256", "n_train")
 
 
 @admin.action(description="Reveal the private scores (cannot be undone)")

@@ -28,11 +28,17 @@ from klue.errors import DataError, Problem
 
 RANKINGS = ("plain", "ladder")
 DEFAULT_UPLOAD_MIB = 64
-TOP_KEYS = {"title", "tasks", "quota", "public_ranking", "final_submissions", "seed", "limits", "service"}
-TASK_KEYS = {"gold", "private_fraction", "format"}
+TOP_KEYS = {"title", "tasks", "quota", "public_ranking", "final_submissions", "seed", "limits", "service", "models",
+            "model_quota", "allow_endpoints"}
+TASK_KEYS = {"gold", "private_fraction", "format", "train", "train_format"}
 QUOTA_KEYS = {"per_day"}
 LIMIT_KEYS = {"upload_mib", "decompressed_mib", "cpu_seconds", "memory_mib"}
 SERVICE_KEYS = {"heartbeat_s", "lost_after_s", "sqlite_timeout_s"}
+MODELS_KEYS = {"families", "executor", "ray_address", "limits", "seed", "shots"}
+MODEL_LIMIT_KEYS = {"wall_s", "cpus", "gpus", "memory_gb"}
+MODEL_QUOTA_KEYS = {"per_week"}
+FAMILIES = ("classic", "encoder", "llm", "embedding")  # klue.leaderboard.model_store.FAMILY_NAMES
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class TaskConfig:
     gold: Path
     private_fraction: float = 0.5
     format: str | None = None  # the task reader's name; None: told from the file as `klue score` tells it
+    train: Path | None = None  # the training split model submissions train on (and draw LLM shots from)
+    train_format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,44 @@ class Service:
 
 
 @dataclass(frozen=True)
+class ModelLimits:
+    """What one model-submission job (one benchmark cell) may take: wall time, CPUs (its thread count; Ray's
+    `--cpus-per-cell`), GPUs (Ray's `--gpus-per-cell`; 0 hides every GPU from a local job), memory (its
+    address space)."""
+
+    wall_s: float = 3600.0
+    cpus: int = 1
+    gpus: float = 0.0
+    memory_gb: float = 16.0
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    """Model submissions (docs/leaderboard.md, "Model submissions"): the families open to them, the executor
+    that runs their cells, each job's limits, the cells' seed."""
+
+    families: tuple[str, ...] = FAMILIES
+    executor: str = "local"
+    ray_address: str | None = None  # executor ray: an existing cluster; None: a local Ray started per job
+    limits: ModelLimits = field(default_factory=ModelLimits)
+    seed: int = 1  # every model's cell runs with this seed (klue benchmark's default --seeds)
+    shots: int = 5  # an LLM's few-shot examples, drawn from the training split with the seed: the same for all
+
+    def to_json(self) -> dict[str, Any]:
+        return {"families": list(self.families), "executor": self.executor, "ray_address": self.ray_address,
+                "limits": vars(self.limits).copy(), "seed": self.seed, "shots": self.shots}
+
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> ModelsConfig:
+        """The model settings recorded in a site's configuration (site.json; older sites: the defaults)."""
+        data = config.get("models")
+        if data is None:
+            return cls()
+        return cls(tuple(data["families"]), data["executor"], data["ray_address"], ModelLimits(**data["limits"]),
+                   int(data["seed"]), int(data["shots"]))
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     title: str
     tasks: tuple[TaskConfig, ...]
@@ -81,12 +127,18 @@ class SiteConfig:
     seed: int = 0  # the public/private split's seed
     limits: Limits = field(default_factory=Limits)
     service: Service = field(default_factory=Service)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    per_week: int | None = None  # model submissions per team per UTC week (model_quota.per_week); None: no cap
+    allow_endpoints: bool = False  # openai:/emb:openai: specs on a site with a private part
 
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "per_day": self.per_day, "public_ranking": self.public_ranking,
                 "final_submissions": self.final_submissions, "seed": self.seed,
                 "limits": vars(self.limits).copy(), "service": vars(self.service).copy(),
-                "tasks": {t.name: {"private_fraction": t.private_fraction} for t in self.tasks}}
+                "models": self.models.to_json(), "model_quota": {"per_week": self.per_week},
+                "allow_endpoints": self.allow_endpoints,
+                "tasks": {t.name: {"private_fraction": t.private_fraction, "train": t.train is not None}
+                          for t in self.tasks}}
 
 
 class _Reader:
@@ -120,12 +172,12 @@ class _Reader:
             return None
         return yaml.safe_load(yaml.serialize(node))
 
-    def seconds(self, node: yaml.Node | None, what: str, default: float) -> float:
+    def seconds(self, node: yaml.Node | None, what: str, default: float, unit: str = "seconds") -> float:
         if node is None:
             return default
         value = self.scalar(node, what)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not (math.isfinite(value) and value > 0):
-            self.error(node, f"{what} must be a positive number of seconds, not {value!r}")
+            self.error(node, f"{what} must be a positive number of {unit}, not {value!r}")
             return default
         return float(value)
 
@@ -176,9 +228,20 @@ def load_config(path: Path, canonical: Canonical | None = None) -> SiteConfig:
     seed = reader.integer(top.get("seed"), "seed", 0, 0)
     limits = _limits(reader, top.get("limits"))
     service = _service(reader, top.get("service"))
+    models = _models(reader, top.get("models"))
+    model_quota = reader.mapping(top["model_quota"], "model_quota", MODEL_QUOTA_KEYS) if "model_quota" in top else {}
+    per_week = reader.integer(model_quota["per_week"], "model_quota.per_week", 1, 1) if "per_week" in model_quota \
+        else None
+    allow_endpoints = False
+    if "allow_endpoints" in top:
+        allow = reader.scalar(top["allow_endpoints"], "allow_endpoints")
+        if not isinstance(allow, bool):
+            reader.error(top["allow_endpoints"], f"allow_endpoints must be true or false, not {allow!r}")
+        allow_endpoints = allow is True
     if reader.problems:
         raise DataError(reader.problems)
-    return SiteConfig(str(title).strip(), tasks, per_day, str(ranking), final, seed, limits, service)
+    return SiteConfig(str(title).strip(), tasks, per_day, str(ranking), final, seed, limits, service, models,
+                      per_week, allow_endpoints)
 
 
 def _tasks(reader: _Reader, node: yaml.Node | None, root: yaml.Node, base: Path,
@@ -214,9 +277,19 @@ def _tasks(reader: _Reader, node: yaml.Node | None, root: yaml.Node, base: Path,
             else:
                 fraction = float(value)
         fmt = reader.scalar(entry["format"], f"tasks.{name}.format") if "format" in entry else None
+        train = reader.scalar(entry["train"], f"tasks.{name}.train") if "train" in entry else None
+        if "train" in entry and (not isinstance(train, str) or not train.strip()):
+            reader.error(entry["train"], f"tasks.{name}.train must be the path of the training split")
+            train = None
+        train_fmt = reader.scalar(entry["train_format"], f"tasks.{name}.train_format") \
+            if "train_format" in entry else None
+        if train_fmt is not None and train is None:
+            reader.error(entry["train_format"], f"tasks.{name}.train_format goes with tasks.{name}.train")
         if any(t.name == name for t in out):
             reader.error(key_node, f"task {name!r} is named twice")
-        out.append(TaskConfig(name, gold_path, fraction, None if fmt is None else str(fmt)))
+        out.append(TaskConfig(name, gold_path, fraction, None if fmt is None else str(fmt),
+                              None if train is None else (base / str(train)).expanduser(),
+                              None if train_fmt is None else str(train_fmt)))
     return tuple(out)
 
 
@@ -245,3 +318,54 @@ def _service(reader: _Reader, node: yaml.Node | None) -> Service:
         reader.error(entry.get("lost_after_s", node), "service.lost_after_s must be at least two heartbeats "
                                                       "(2 x service.heartbeat_s): a live worker would be taken for lost")
     return service
+
+
+def _models(reader: _Reader, node: yaml.Node | None) -> ModelsConfig:
+    if node is None:
+        return ModelsConfig()
+    entry = reader.mapping(node, "models", MODELS_KEYS)
+    default = ModelsConfig()
+    families = default.families
+    if "families" in entry:
+        value = reader.scalar(entry["families"], "models.families") if isinstance(
+            entry["families"], yaml.ScalarNode) else yaml.safe_load(yaml.serialize(entry["families"]))
+        if not isinstance(value, list) or not value or any(f not in FAMILIES for f in value):
+            reader.error(entry["families"], f"models.families must list some of {', '.join(FAMILIES)}, not {value!r}")
+        else:
+            families = tuple(dict.fromkeys(str(f) for f in value))
+    executor = default.executor
+    if "executor" in entry:
+        executor = reader.scalar(entry["executor"], "models.executor")
+        if executor not in EXECUTORS:
+            reader.error(entry["executor"], f"models.executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+            executor = default.executor
+    address = None
+    if "ray_address" in entry:
+        address = reader.scalar(entry["ray_address"], "models.ray_address")
+        if executor != "ray":
+            reader.error(entry["ray_address"], "models.ray_address goes with `executor: ray`")
+        if not isinstance(address, str) or not address.strip():
+            reader.error(entry["ray_address"], "models.ray_address takes auto, HOST:PORT or ray://HOST:PORT")
+            address = None
+    limits = _model_limits(reader, entry.get("limits"))
+    seed = reader.integer(entry.get("seed"), "models.seed", default.seed, 0)
+    shots = reader.integer(entry.get("shots"), "models.shots", default.shots, 0)
+    return ModelsConfig(families, str(executor), address, limits, seed, shots)
+
+
+def _model_limits(reader: _Reader, node: yaml.Node | None) -> ModelLimits:
+    if node is None:
+        return ModelLimits()
+    entry = reader.mapping(node, "models.limits", MODEL_LIMIT_KEYS)
+    default = ModelLimits()
+    gpus = default.gpus
+    if "gpus" in entry:
+        value = reader.scalar(entry["gpus"], "models.limits.gpus")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not (math.isfinite(value) and value >= 0):
+            reader.error(entry["gpus"], f"models.limits.gpus must be 0 or more (fractions allowed), not {value!r}")
+        else:
+            gpus = float(value)
+    return ModelLimits(reader.seconds(entry.get("wall_s"), "models.limits.wall_s", default.wall_s),
+                       reader.integer(entry.get("cpus"), "models.limits.cpus", default.cpus, 1), gpus,
+                       reader.seconds(entry.get("memory_gb"), "models.limits.memory_gb", default.memory_gb,
+                                      "GB"))

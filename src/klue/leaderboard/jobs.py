@@ -71,6 +71,19 @@ def ladder_decision(team: Team, task_name: str, candidate: Score) -> tuple[bool,
     return accepted, test.p_value, standing.submission
 
 
+def without_private_text(answer: dict[str, Any], submission_id: int) -> dict[str, Any]:
+    """A model submission's judge messages as counts: a message about a prediction may quote it (an MRC span,
+    a label), and the model made it from a private input. The messages themselves go to the server's log."""
+    out = dict(answer)
+    for key, what in (("problems", "the judge rejected the model's predictions"), ("warnings", "judge warnings")):
+        lines = answer.get(key) or []
+        if lines:
+            log.warning("model submission %s, %s:\n%s", submission_id, what, "\n".join(lines))
+            out[key] = [(f"{what}: {len(lines)} message(s); the organisers have them (they may quote the model's "
+                         "predictions on hidden examples)")]
+    return out
+
+
 @task()
 def score_submission(submission_id: int, generation: int) -> str:
     submission = Submission.objects.get(pk=submission_id)
@@ -87,6 +100,8 @@ def score_submission(submission_id: int, generation: int) -> str:
         Submission.objects.filter(pk=submission_id).update(status=Submission.FAILED, messages=[failed])
         log.exception("scoring submission %s failed", submission_id)
         raise
+    if submission.model_submission_id is not None:
+        answer = without_private_text(answer, submission_id)
     with transaction.atomic():
         submission = Submission.objects.select_for_update().get(pk=submission_id)
         Team.objects.select_for_update().filter(pk=submission.team_id).first()  # ladder decisions one at a time

@@ -27,6 +27,14 @@ from django.utils import timezone
 TOKEN_BYTES = 32  # 256 bits
 
 
+class WeeklyQuotaExceeded(Exception):
+    def __init__(self, per_week: int, resets_at: dt.datetime) -> None:
+        self.per_week = per_week
+        self.resets_at = resets_at
+        super().__init__(f"the weekly quota of {per_week} model submissions is used up; it resets at "
+                         f"{resets_at:%Y-%m-%d %H:%M} UTC")
+
+
 class QuotaExceeded(Exception):
     def __init__(self, per_day: int, resets_at: dt.datetime) -> None:
         self.per_day = per_day
@@ -45,6 +53,13 @@ def day_window(now: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime
     now = now or timezone.now()
     start = now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     return start, start + dt.timedelta(days=1)
+
+
+def week_window(now: dt.datetime | None = None) -> tuple[dt.datetime, dt.datetime]:
+    """The current UTC week, Monday to Monday: (its start, when the weekly model quota resets)."""
+    start, _ = day_window(now)
+    start -= dt.timedelta(days=start.weekday())
+    return start, start + dt.timedelta(days=7)
 
 
 class Team(models.Model):
@@ -108,6 +123,11 @@ class TaskGold(models.Model):
     n_public = models.IntegerField()
     n_private = models.IntegerField()
     order = models.IntegerField(default=0)
+    # The training split model submissions train on (relative to the site; empty: none, no model jobs).
+    train_path = models.CharField(max_length=500, blank=True, default="")
+    train_format = models.CharField(max_length=32, blank=True, default="")
+    train_sha256 = models.CharField(max_length=64, blank=True, default="")
+    n_train = models.IntegerField(default=0)
 
     class Meta:
         ordering = ("order", "task")
@@ -116,9 +136,28 @@ class TaskGold(models.Model):
         return self.task
 
 
+class ModelSubmission(models.Model):
+    """One `klue submit --model SPEC`: the model as admitted, and one Submission (and one ModelJob) per task."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="model_submissions")
+    user = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, related_name="+")
+    spec = models.CharField(max_length=300)
+    family = models.CharField(max_length=16)
+    source = models.CharField(max_length=16)
+    store_name = models.CharField(max_length=200, blank=True, default="")
+    hub_id = models.CharField(max_length=200, blank=True, default="")
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"model #{self.pk} {self.spec} {self.team.name}"
+
+
 class Submission(models.Model):
-    QUEUED, SCORED, REJECTED, FAILED = "queued", "scored", "rejected", "failed"
-    STATUSES = tuple((s, s) for s in (QUEUED, SCORED, REJECTED, FAILED))
+    QUEUED, RUNNING, SCORED, REJECTED, FAILED, CANCELLED = (
+        "queued", "running", "scored", "rejected", "failed", "cancelled")
+    STATUSES = tuple((s, s) for s in (QUEUED, RUNNING, SCORED, REJECTED, FAILED, CANCELLED))
+    PENDING = (QUEUED, RUNNING)  # not finished yet
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="submissions")
     user = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, related_name="+")
@@ -131,6 +170,8 @@ class Submission(models.Model):
     upload = models.BinaryField(null=True)  # the file as sent (kept for `rescore`); null when refused unread
     messages = models.JSONField(default=list)  # the judge's messages for a rejected file
     selected = models.BooleanField(default=False)  # marked by its team for the private ranking
+    model_submission = models.ForeignKey(ModelSubmission, on_delete=models.CASCADE, null=True, blank=True,
+                                         related_name="submissions")  # a model's run on this task, not a file
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -163,6 +204,31 @@ class Score(models.Model):
     class Meta:
         constraints = (models.UniqueConstraint(fields=["submission", "generation"], name="one_score_per_generation"),)
         ordering = ("submission", "-generation")
+
+
+class ModelJob(models.Model):
+    """One model submission's benchmark cell on one task (klue.leaderboard.modeljobs): its state, progress and
+    the owner's log. `log` holds lines klue writes itself (steps, counts, times), never the cell's output."""
+
+    WAITING, RUNNING, DONE, FAILED, CANCELLED = "waiting", "running", "done", "failed", "cancelled"
+    STATES = tuple((s, s) for s in (WAITING, RUNNING, DONE, FAILED, CANCELLED))
+
+    submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="model_job")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=16, choices=STATES, default=WAITING, db_index=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True)  # this attempt's start
+    finished_at = models.DateTimeField(null=True)
+    attempts = models.IntegerField(default=0)
+    slot = models.CharField(max_length=64, blank=True, default="")  # the queue row (django-tasks-db) running it
+    cancel_requested = models.BooleanField(default=False)
+    progress = models.JSONField(default=dict)  # {"step", "done", "total", "eta_s", "elapsed_s"}
+    log = models.JSONField(default=list)  # [[iso time, line], ...]
+    wall_s = models.FloatField(null=True)  # the cell's wall time, all attempts
+    cell_s = models.FloatField(null=True)  # the cell's own time (results.json), the last attempt
+
+    class Meta:
+        ordering = ("created_at", "id")
 
 
 class PrivateScore(models.Model):

@@ -25,6 +25,7 @@ class Supervisor:
     port: int
     web_workers: int
     scorers: int
+    model_workers: int = 0  # workers of model submissions' jobs (their own queue)
     children: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     stopping: bool = False
 
@@ -41,11 +42,11 @@ class Supervisor:
                 "--no-control-socket",  # unused, and one path per user: two sites on a machine would share it
                 "klue.leaderboard.wsgi:application"]
 
-    def scorer_command(self) -> list[str]:
-        return [sys.executable, "-m", "klue", "leaderboard", "worker", str(self.site)]
+    def scorer_command(self, models: bool = False) -> list[str]:
+        return [sys.executable, "-m", "klue", "leaderboard", "worker", str(self.site), *(["--models"] if models else [])]
 
     def start(self, name: str) -> None:
-        command = self.web_command() if name == "web" else self.scorer_command()
+        command = self.web_command() if name == "web" else self.scorer_command(name.startswith("models-"))
         self.children[name] = subprocess.Popen(command, env=self.env())
 
     def stop(self, *_: object) -> None:
@@ -59,9 +60,12 @@ class Supervisor:
         signal.signal(signal.SIGINT, self.stop)
         self.start("web")
         print(f"klue: serving {self.site} at http://{self.host}:{self.port} ({self.web_workers} web processes, "
-              f"{self.scorers} scoring workers); Ctrl-C stops", file=sys.stderr, flush=True)
+              f"{self.scorers} scoring workers, {self.model_workers} model-job workers); Ctrl-C stops", file=sys.stderr,
+              flush=True)
         for i in range(self.scorers):
             self.start(f"scorer-{i}")
+        for i in range(self.model_workers):
+            self.start(f"models-{i}")
         while not self.stopping:
             time.sleep(0.5)
             for name, child in list(self.children.items()):

@@ -23,6 +23,7 @@ from klue.io.locate import roots_from
 from klue.leaderboard.config import SiteConfig, TaskConfig, load_config
 from klue.leaderboard.gold import load
 from klue.leaderboard.site import SITE_FILE, Site, database_settings, setup
+from klue.tasks.reading import read
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class PreparedTask:
     n_public: int
     n_private: int
     order: int
+    train_format: str = ""  # the training split's reader (model submissions), "" without one
+    n_train: int = 0
 
 
 def canonical_task(name: str) -> str | None:
@@ -75,7 +78,17 @@ def prepare(config: SiteConfig) -> list[PreparedTask]:
                                   f"{len(gold.private)} private examples); change private_fraction or add examples",
                                   task_config.gold).problems
             continue
-        out.append(PreparedTask(task_config, gold.format, len(gold.public), len(gold.private), gold.task.order))
+        train_format, n_train = "", 0
+        if task_config.train is not None:
+            try:
+                train = read(gold.task, task_config.train, task_config.train_format, purpose="train",
+                             option=f"tasks.{task_config.name}.train_format")
+            except DataError as error:
+                problems += error.problems
+                continue
+            train_format, n_train = train.format, len(train.records)
+        out.append(PreparedTask(task_config, gold.format, len(gold.public), len(gold.private), gold.task.order,
+                                train_format, n_train))
     if problems:
         raise DataError(problems)
     return out
@@ -103,7 +116,14 @@ def init_site(root: Path, config: SiteConfig, db_url: str | None, admin: tuple[s
             target = gold_dir / task.config.name / source.name  # the name kept: formats told by it still are
             shutil.copyfile(source, target)
             os.chmod(target, 0o600)
-            golds.append((task, target.relative_to(building).as_posix(), sha256_file(target)))
+            train = ("", "")
+            if task.config.train is not None:  # the training split of model submissions, kept as the gold is
+                (building / "train" / task.config.name).mkdir(mode=0o700, parents=True)
+                train_target = building / "train" / task.config.name / task.config.train.name
+                shutil.copyfile(task.config.train, train_target)
+                os.chmod(train_target, 0o600)
+                train = (train_target.relative_to(building).as_posix(), sha256_file(train_target))
+            golds.append((task, target.relative_to(building).as_posix(), sha256_file(target), train))
         data = {"secret_key": secrets.token_urlsafe(50), "db": db_url, "config": config.to_json()}
         site_file = building / SITE_FILE
         fd = os.open(site_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -116,11 +136,12 @@ def init_site(root: Path, config: SiteConfig, db_url: str | None, admin: tuple[s
         from klue.leaderboard.models import SiteState, TaskGold
 
         call_command("migrate", verbosity=0, interactive=False)
-        for task, path, digest in golds:
+        for task, path, digest, (train_path, train_sha) in golds:
             TaskGold.objects.update_or_create(task=task.config.name, defaults={
                 "path": path, "format": task.format, "sha256": digest, "seed": config.seed,
                 "private_fraction": task.config.private_fraction, "n_public": task.n_public,
-                "n_private": task.n_private, "order": task.order})
+                "n_private": task.n_private, "order": task.order, "train_path": train_path,
+                "train_format": task.train_format, "train_sha256": train_sha, "n_train": task.n_train})
         SiteState.objects.get_or_create(pk=1)
         if admin is not None:
             add_user(admin[0], admin[0], True, admin[1])

@@ -97,7 +97,7 @@ def settings_for(site: Site, data: dict[str, Any]) -> dict[str, Any]:
         "DATABASES": {"default": database_settings(data.get("db"), site,
                                                    Service.of(data["config"]).sqlite_timeout_s)},
         "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
-        "TASKS": {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}},
+        "TASKS": {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default", "models"]}},
         "USE_TZ": True,
         "TIME_ZONE": "UTC",
         "LOGIN_URL": "/login",

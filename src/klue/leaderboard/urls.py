@@ -16,6 +16,8 @@ urlpatterns = [
     path("api/submissions/<int:pk>", views.submission_api),
     path("submissions/<int:pk>/select", views.select_page, name="select"),
     path("api/submissions/<int:pk>/select", views.select_api),
+    path("submissions/<int:pk>/cancel", views.cancel_page, name="cancel"),
+    path("api/submissions/<int:pk>/cancel", views.cancel_api),
     path("submit", views.submit_page, name="submit"),
     path("api/submissions", views.submit_api),
     path("api/check", views.check_api),

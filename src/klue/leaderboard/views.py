@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import authenticate, login, logout
@@ -28,21 +29,26 @@ from django_tasks_db.models import DBTaskResult
 
 from klue.leaderboard.boards import board_json, private_board, public_board, ranked_json
 from klue.leaderboard.jobs import judge_bytes
+from klue.leaderboard.model_store import ModelRefused, admit
+from klue.leaderboard.modeljobs import cancel, job_json, models_config, waiting_ahead
 from klue.leaderboard.models import (
     ApiToken,
     LoginAttempt,
+    ModelJob,
+    ModelSubmission,
     QuotaExceeded,
     Score,
     SiteState,
     Submission,
     TaskGold,
     Team,
+    WeeklyQuotaExceeded,
     WorkerHeartbeat,
     day_window,
     site_config,
 )
 from klue.leaderboard.scorer import JudgeFailure
-from klue.leaderboard.submissions import create_submission
+from klue.leaderboard.submissions import create_model_submission, create_submission, model_tasks
 from klue.leaderboard.worker import timing
 
 LOGIN_WINDOW = dt.timedelta(minutes=15)
@@ -109,7 +115,7 @@ def _visible(submission: Submission, user: Any) -> bool:
 
 
 def _submission(pk: int, user: Any) -> Submission:
-    submission = Submission.objects.select_related("team").filter(pk=pk).first()
+    submission = Submission.objects.select_related("team", "model_submission").filter(pk=pk).first()
     if submission is None or not _visible(submission, user):
         raise Http404("no such submission")
     return submission
@@ -120,9 +126,18 @@ def submission_json(submission: Submission, user: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"id": submission.pk, "task": submission.task, "team": submission.team.name,
                            "name": submission.name, "status": submission.status,
                            "created_at": submission.created_at.isoformat(), "selected": submission.selected}
+    if submission.model_submission_id is not None:
+        model = submission.model_submission
+        assert model is not None
+        out["model"] = {"model_submission": model.pk, "spec": model.spec, "family": model.family}
     if own:
         out["messages"] = list(submission.messages)
         out["filename"] = submission.filename
+        job = ModelJob.objects.filter(submission=submission).first()
+        if job is not None:
+            out["job"] = job_json(job)
+            if job.state == ModelJob.WAITING:
+                out["job"]["waiting_ahead"] = waiting_ahead(job)
     score = submission.current_score()
     if score is None or submission.status != Submission.SCORED:
         return out
@@ -282,7 +297,9 @@ def submit_page(request: HttpRequest) -> HttpResponse:
     tasks = list(TaskGold.objects.values_list("task", flat=True))
     context: dict[str, Any] = {"title": site_config()["title"], "tasks": tasks, "team": team,
                                "quota": _quota(team) if team else None,
-                               "cap": site_config()["limits"]["upload_mib"]}
+                               "cap": site_config()["limits"]["upload_mib"], "endpoint_policy": endpoint_policy(),
+                               "model_tasks": list(TaskGold.objects.exclude(train_path="").values_list(
+                                   "task", flat=True)), "families": models_config().families}
     if request.method == "POST":
         if team is None:
             context["error"] = "your account belongs to no team"
@@ -302,6 +319,8 @@ def submit_api(request: HttpRequest, user: Any) -> HttpResponse:
     team = _team_of(user)
     if team is None:
         return _error(403, "this account belongs to no team")
+    if request.POST.get("model", "").strip():
+        return _model_submission(request, user, team)
     try:
         submission = _accept_upload(team, user, request.POST.get("task", "").strip().lower(),
                                     request.POST.get("name", ""), request.FILES.get("predictions"))
@@ -310,6 +329,73 @@ def submit_api(request: HttpRequest, user: Any) -> HttpResponse:
     except ValueError as error:
         return _error(400, str(error))
     return JsonResponse(submission_json(submission, user), status=201)
+
+
+def endpoint_policy() -> str:
+    """One sentence for the pages: whether endpoint specs (openai:, emb:openai:) are taken, and why not."""
+    if site_config().get("allow_endpoints"):
+        return "Endpoint models (openai:, emb:openai:) are allowed here: the endpoint sees the hidden inputs."
+    return ("Endpoint models (openai:, emb:openai:) are refused here: the endpoint would see the hidden inputs of "
+            "the private part.")
+
+
+def _model_submission(request: HttpRequest, user: Any, team: Team) -> HttpResponse:
+    """`klue submit --model SPEC`: admitted by the model store, one submission and job per task (201)."""
+    from django.conf import settings
+
+    config = models_config()
+    spec = request.POST.get("model", "").strip()[:300]
+    asked = [t.strip().lower() for t in request.POST.getlist("task") if t.strip()]
+    has_private = TaskGold.objects.filter(n_private__gt=0).exists()
+    try:
+        admitted = admit(Path(settings.KLUE_SITE), spec, families=config.families, has_private_part=has_private,
+                         allow_endpoints=bool(site_config().get("allow_endpoints")))
+        tasks = model_tasks(admitted.family, asked)
+        model = create_model_submission(team, user, admitted, request.POST.get("name", ""), tasks)
+    except ModelRefused as error:
+        return _error(400, f"model refused: {error.summary(name_errors=False)}")
+    except (QuotaExceeded, WeeklyQuotaExceeded) as error:
+        return _error(429, str(error), resets_at=error.resets_at.isoformat())
+    except ValueError as error:
+        return _error(400, str(error))
+    return JsonResponse(model_submission_json(model, user), status=201)
+
+
+def model_submission_json(model: ModelSubmission, user: Any) -> dict[str, Any]:
+    submissions = Submission.objects.filter(model_submission=model).select_related("team", "model_submission")
+    return {"model_submission": model.pk, "spec": model.spec, "family": model.family, "name": model.name,
+            "submissions": [submission_json(s, user) for s in submissions.order_by("id")]}
+
+
+def _cancel(pk: int, user: Any) -> Submission:
+    team = _team_of(user)
+    submission = Submission.objects.filter(pk=pk, team=team).first() if team else None
+    if submission is None:
+        raise Http404("no such submission")
+    if submission.model_submission_id is None:
+        raise ValueError("only a model submission's job can be cancelled; a file is scored at once")
+    if not cancel(submission):
+        raise ValueError(f"submission #{pk} has ended ({submission.status}): nothing to cancel")
+    return submission
+
+
+@login_required
+@require_POST
+def cancel_page(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        _cancel(pk, request.user)
+    except ValueError as error:
+        return render(request, "leaderboard/message.html", {"message": str(error)}, status=400)
+    return redirect("submission", pk=pk)
+
+
+@api_view(("POST",), token_only=True)
+def cancel_api(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
+    try:
+        submission = _cancel(pk, user)
+    except ValueError as error:
+        return _error(400, str(error))
+    return JsonResponse(submission_json(Submission.objects.get(pk=submission.pk), user))
 
 
 @api_view(("POST",), token_only=True)

@@ -22,9 +22,12 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from klue.leaderboard.config import Service
+from klue.leaderboard.modeljobs import requeue_slots
 from klue.leaderboard.models import WorkerHeartbeat, site_config
 
 log = logging.getLogger("klue.leaderboard")
+SCORING_QUEUE = "default"  # scoring jobs (files, and a model job's predictions: scored inside the model job)
+MODELS_QUEUE = "models"  # model submissions' queue slots (klue.leaderboard.modeljobs): minutes each
 
 
 def new_worker_id() -> str:
@@ -42,7 +45,7 @@ def requeue_lost(lost_after: float | None = None) -> int:
     lost_after = timing().lost_after_s if lost_after is None else lost_after
     cutoff = timezone.now() - dt.timedelta(seconds=lost_after)
     alive = set(WorkerHeartbeat.objects.filter(beat_at__gte=cutoff, stopped=False).values_list("worker_id", flat=True))
-    requeued = 0
+    requeued: list[str] = []
     with transaction.atomic():
         for job in DBTaskResult.objects.select_for_update().filter(status="RUNNING"):
             owner = job.worker_ids[-1] if job.worker_ids else None
@@ -50,10 +53,11 @@ def requeue_lost(lost_after: float | None = None) -> int:
                 continue
             job.status, job.started_at = "READY", None
             job.save(update_fields=["status", "started_at"])
-            requeued += 1
+            requeued.append(str(job.pk))
+        requeue_slots(requeued)  # the model jobs those queue rows were running wait again
     if requeued:
-        log.warning("requeued %d job(s) whose worker stopped beating", requeued)
-    return requeued
+        log.warning("requeued %d job(s) whose worker stopped beating", len(requeued))
+    return len(requeued)
 
 
 def _beat(worker_id: str, stop: threading.Event, every: float) -> None:
@@ -68,8 +72,9 @@ def _beat(worker_id: str, stop: threading.Event, every: float) -> None:
     connection.close()
 
 
-def run_worker(worker_id: str | None = None, max_tasks: int | None = None) -> None:
-    """Run scoring jobs until stopped (SIGTERM/SIGINT end it after the current job)."""
+def run_worker(worker_id: str | None = None, max_tasks: int | None = None, queue: str = SCORING_QUEUE) -> None:
+    """Run the jobs of `queue` until stopped (SIGTERM/SIGINT end it after the current job): scoring jobs, or
+    model submissions' jobs on their own queue, so a model running for minutes never holds up a file."""
     worker_id = worker_id or new_worker_id()
     WorkerHeartbeat.objects.update_or_create(worker_id=worker_id, defaults={
         "host": socket.gethostname(), "pid": os.getpid(), "beat_at": timezone.now(), "stopped": False})
@@ -78,7 +83,7 @@ def run_worker(worker_id: str | None = None, max_tasks: int | None = None) -> No
     beater = threading.Thread(target=_beat, args=(worker_id, stop, timing().heartbeat_s), name="heartbeat", daemon=True)
     beater.start()
     options: dict[str, object] = {"worker_id": worker_id, "interval": 0.3, "reload": False,
-                                  "startup_delay": False, "verbosity": 0}
+                                  "startup_delay": False, "verbosity": 0, "queue_name": queue}
     if max_tasks is not None:
         options["max_tasks"] = max_tasks
     try:

@@ -530,8 +530,8 @@ def _admit_endpoint(spec: str, parsed: _Parsed, has_private_part: bool, allow_en
     from klue.families import check_specs
 
     if has_private_part and not allow_endpoints:
-        raise ModelRefused(f"model spec {redact_text(spec)!r} is a server elsewhere (an endpoint): it would be sent, and "
-                           "would see, the site's hidden inputs, so a site with a private part refuses endpoints "
+        raise ModelRefused(f"model spec {redact_text(spec)!r} is a server elsewhere (an endpoint): the endpoint would see "
+                           "the hidden inputs it is sent, so a site with a private part refuses endpoints "
                            "(the site's configuration may allow them: allow_endpoints: true)")
     try:
         check_specs([spec])  # the backend's own syntax check (no request is made)

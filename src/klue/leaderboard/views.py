@@ -353,7 +353,7 @@ def _model_submission(request: HttpRequest, user: Any, team: Team) -> HttpRespon
         tasks = model_tasks(admitted.family, asked)
         model = create_model_submission(team, user, admitted, request.POST.get("name", ""), tasks)
     except ModelRefused as error:
-        return _error(400, f"model refused: {error.summary(name_errors=False)}")
+        return _error(400, error.summary(name_errors=False))
     except (QuotaExceeded, WeeklyQuotaExceeded) as error:
         return _error(429, str(error), resets_at=error.resets_at.isoformat())
     except ValueError as error:

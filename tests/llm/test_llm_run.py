@@ -83,8 +83,14 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
     # the same model beside a CPU baseline in one benchmark directory (one leaderboard)
     again = klue(*args)
     assert again.returncode == 0 and "already done" in again.stderr
+    # the baseline on the first 300 dev pairs alone (its local protocol), not the official 25,000 training
+    # pairs: the same leaderboard, a fraction of the CPU
+    small = tmp_path / "small" / "klue-nli-v1.1"
+    small.mkdir(parents=True)
+    dev = json.loads((klue_data_dir / small.name / f"{small.name}_dev.json").read_text(encoding="utf-8"))
+    (small / f"{small.name}_dev.json").write_text(json.dumps(dev[:300], ensure_ascii=False), encoding="utf-8")
     beside = klue("benchmark", "--model", "classic", "--tasks", "nli", "--out", str(out), "--jobs", "0",
-                  "--data-dir", str(klue_data_dir), "--extra-data-dir", str(shared_data_dir))
+                  "--data-dir", str(small.parent), "--extra-data-dir", str(shared_data_dir))
     assert beside.returncode == 0, beside.stderr[-3000:]
     from klue.reporting.aggregate import load_aggregate
 

@@ -83,8 +83,8 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
     # the same model beside a CPU baseline in one benchmark directory (one leaderboard)
     again = klue(*args)
     assert again.returncode == 0 and "already done" in again.stderr
-    # the baseline on the first 300 dev pairs alone (its local protocol), not the official 25,000 training
-    # pairs: the same leaderboard, a fraction of the CPU
+    # the baseline on the first 300 dev pairs alone (its local protocol), not on the whole dev file (or, where
+    # it is present, the official training file): the same leaderboard, a fraction of the CPU
     small = tmp_path / "small" / "klue-nli-v1.1"
     small.mkdir(parents=True)
     dev = json.loads((klue_data_dir / small.name / f"{small.name}_dev.json").read_text(encoding="utf-8"))

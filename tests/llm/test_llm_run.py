@@ -5,24 +5,24 @@ only; a rerun asks the model nothing; a --limit run is partial and never ranked.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_in_process import Done, klue_in_process
 from klue import registry
 from klue.io.locate import roots_from
 from klue.results import read_results
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 LIMIT = 4
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    env_args = [*KLUE, *args]
-    return subprocess.run(env_args, capture_output=True, text=True, timeout=900, check=False)
+def klue(*args: str) -> Done:
+    """In this process: the subject is `klue llm`'s cells and files, and a subprocess would import torch and
+    transformers again for each of the file's eight commands."""
+    return klue_in_process(*args)
 
 
 @pytest.fixture(scope="module")

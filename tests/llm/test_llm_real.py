@@ -64,6 +64,7 @@ def smollm2_server(smollm2: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     server.stop()
 
 
+@pytest.mark.slow  # a real llama-cpp-python server and model: about 11 CPU s
 def test_smollm2_behind_llama_cpp_python_names_the_echo_shift_and_generates(smollm2_server: str, protocol_slice: Any,
                                                                             tmp_path: Path) -> None:
     from klue.llm.backends.openai import OpenAIBackend

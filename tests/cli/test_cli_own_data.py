@@ -5,21 +5,21 @@ and `klue benchmark` on one task's files."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_in_process import Done, klue_in_process
 from klue import registry
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 HUB_NLI_ORDER = ("entailment", "neutral", "contradiction")  # klue/klue's ClassLabel order, not the official one
 
 
-def klue(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=600, check=False, cwd=cwd)
+def klue(*args: str, cwd: Path | None = None) -> Done:
+    """In this process (tests/cli_in_process.py): what is tested is the files each command reads and writes,
+    and a subprocess would load sklearn and Kiwi again for every command."""
+    return klue_in_process(*args, cwd=cwd)
 
 
 def results_of(out: Path) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def small_korsts(shared_data_dir: Path, out: Path, n_train: int = 1000, n_dev: i
     return out
 
 
-@pytest.mark.longest
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_train_classic_on_korsts_files_with_formats_told(shared_data_dir: Path, tmp_path: Path) -> None:
     korsts = small_korsts(shared_data_dir, tmp_path / "korsts")
@@ -68,7 +68,7 @@ def _hub_order_copy(dev: Path, out: Path) -> Path:
     return out
 
 
-@pytest.mark.longest
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_nli_from_a_hub_ordered_copy_and_from_an_export_scores_as_the_official_file(
         klue_data_dir: Path, tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_nli_from_a_hub_ordered_copy_and_from_an_export_scores_as_the_official_f
     assert predictions["hub-order"] == predictions["official"] == predictions["export"]
 
 
-@pytest.mark.longest
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_benchmark_on_one_tasks_files_resumes_only_for_the_same_files(shared_data_dir: Path, tmp_path: Path) -> None:
     korsts = small_korsts(shared_data_dir, tmp_path / "korsts")

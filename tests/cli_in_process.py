@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,8 @@ class Done:
     stderr: str
 
 
-def klue_in_process(*args: str, cwd: Path | None = None) -> Done:
+def klue_in_process(*args: str, cwd: Path | None = None, environ: Mapping[str, str] | None = None) -> Done:
+    """`environ`, like subprocess's `env`: the whole environment the command sees (restored afterwards)."""
     from klue.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -33,7 +37,8 @@ def klue_in_process(*args: str, cwd: Path | None = None) -> Done:
     sys.argv = ["klue", *args]
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                (contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()):
+                (contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()), \
+                (mock.patch.dict(os.environ, environ, clear=True) if environ is not None else contextlib.nullcontext()):
             try:
                 main()
             except SystemExit as exit_:

@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export OMP_WAIT_POLICY=PASSIVE
+# Byte code is cached (the __pycache__ folders are gitignored): where PYTHONDONTWRITEBYTECODE is set, as in this
+# project's sandbox, each xdist worker rewrote the asserts of every test module again (about 10 CPU s a worker)
+# and each of the suite's ~200 klue subprocesses compiled klue's modules again (about 0.3 CPU s each).
+unset PYTHONDONTWRITEBYTECODE
 fast=()
 if [ "${1:-}" = "--fast" ]; then
   shift

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REAL_MODELS = Path(os.environ.get("KLUE_SHARED_DIR") or REPO_ROOT.parent / "shared") / "tools" / "real_models.py"
@@ -45,3 +46,17 @@ def smollm2_gguf() -> tuple[Path | None, str]:
         return None, why
     path = Path(paths.get("smollm2_gguf") or "")
     return (path, "") if path.is_file() else (None, f"real_models.py gave no SmolLM2 GGUF ({path})")
+
+
+@functools.cache
+def smollm2_in_process() -> Any:
+    """SmolLM2's GGUF loaded in process (klue's `hf` backend, CPU), once per test process for the tests that only
+    read from it (tests/llm/test_llm_real.py, tests/contamination/test_mink_real.py): transformers reads a GGUF
+    three times to load it (its config, its tokenizer, its dequantised weights: 22 of a 26 CPU s load, measured
+    here on 2026-12-07). Skip with smollm2_gguf()'s reason before calling this."""
+    from klue.llm.backends.hf import HfBackend
+
+    path, why = smollm2_gguf()
+    if path is None:
+        raise RuntimeError(why)
+    return HfBackend(str(path), cpu=True)

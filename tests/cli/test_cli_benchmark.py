@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import Done, klue_in_process
 from klue import registry
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 
-
-def klue(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `klue` in a subprocess, without the caller's KLUE_* settings (plus `env`)."""
+def klue(*args: str, env: dict[str, str] | None = None) -> Done:
+    """Run `klue` in this process (tests/cli_in_process.py), without the caller's KLUE_* settings (plus `env`)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("KLUE_")}
     clean |= {"COLUMNS": "200", "OMP_NUM_THREADS": "1"} | (env or {})
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, env=clean, check=False)
+    return klue_in_process(*args, environ=clean)
 
 
 @pytest.mark.slow

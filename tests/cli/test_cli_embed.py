@@ -6,25 +6,24 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import Done, klue_in_process
 from fake_openai import FakeOpenAI
 from klue import registry
 from klue.cli.embed import applicable_tasks
 from klue.errors import DataError
 from klue.scoring import RunRequest
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 
-
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py), without the caller's KLUE_* settings: the subject is the
+    refusals and the report, and each subprocess imported torch again."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("KLUE_")} | {"COLUMNS": "200",
                                                                                     "OMP_NUM_THREADS": "1"}
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=900, env=clean, check=False)
+    return klue_in_process(*args, environ=clean)
 
 
 def test_a_task_that_does_not_apply_is_refused_by_name_with_the_reason(tmp_path: Path) -> None:

@@ -4,22 +4,21 @@ error (exit 2) before the work starts where it can be known, and nothing is left
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cli_in_process import Done, klue_in_process
 from klue import registry
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
+
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py): the subject is each command's errors and files."""
+    return klue_in_process(*args)
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, check=False)
-
-
-def assert_one_clear_error(run: subprocess.CompletedProcess[str], *phrases: str) -> None:
+def assert_one_clear_error(run: Done, *phrases: str) -> None:
     assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
     assert "Traceback" not in run.stderr, run.stderr[-2000:]
     last = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from typer.testing import CliRunner
 
+from cli_in_process import Done, klue_in_process
 from klue.cli import app
 from klue.training.engine import mixed_precision_for
 
 runner = CliRunner()
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]  # the entry point: DataError -> exit 2
 KOREAN = "가나다 라마바\n한국어 문장입니다.\n"
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=120, check=False)
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py): the subject is each command's refusals and files."""
+    return klue_in_process(*args)
 
 
 def bad_input(tmp_path: Path, case: str) -> Path:

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
+from cli_in_process import Done, klue_in_process
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ) | {"COLUMNS": "200"}
-    return subprocess.run([*KLUE, *args], check=False, capture_output=True, text=True, timeout=120, env=env)
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py): the subject is what `klue score` prints and its exit code;
+    test_score_imports_no_heavy_library_and_is_fast runs its own subprocess, where imports are what it tests."""
+    return klue_in_process(*args, environ=dict(os.environ) | {"COLUMNS": "200"})
 
 
 def test_help_documents_the_options() -> None:

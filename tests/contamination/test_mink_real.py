@@ -13,7 +13,7 @@ import pytest
 from klue.contamination import mink
 from klue.contamination.mink import Sample, TaskInput
 from klue.llm.backends.base import TokenScoresRequest
-from real_models import smollm2_gguf
+from real_models import smollm2_gguf, smollm2_in_process
 
 SENTENCES = ["흡연자분들은 발코니가 있는 방이면 발코니에서 흡연이 가능합니다.",
              "서울은 대한민국의 수도이며 가장 큰 도시이다.",
@@ -37,9 +37,7 @@ def smollm2() -> Path:
 def test_smollm2_token_scores_and_familiar_text(smollm2: Path, tmp_path: Path) -> None:
     import torch
 
-    from klue.llm.backends.hf import HfBackend
-
-    backend = HfBackend(str(smollm2), cpu=True, batch_size=4)
+    backend = smollm2_in_process()  # the process's one load of it (tests/real_models.py), batches of 8
     [first] = backend.token_scores([TokenScoresRequest(SENTENCES[0], distribution=True)])
     ids = backend.tokenizer(SENTENCES[0], return_tensors="pt")["input_ids"]
     with torch.inference_mode():

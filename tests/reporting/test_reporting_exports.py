@@ -8,8 +8,6 @@ import dataclasses
 import io
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 import yaml
 from report_fixtures import ENCODER, PARTIAL, fixture_results
 
+from cli_in_process import Done, klue_in_process
 from klue import registry
 from klue.errors import DataError
 from klue.io import hf
@@ -34,11 +33,10 @@ from klue.reporting.leaderboard import build_leaderboard
 from klue.results import Results, write_results
 from run_fixtures import TASK, write_run
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 
-
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=300, check=False)
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py): the subject is what `klue report` prints and writes."""
+    return klue_in_process(*args)
 
 
 def card_file(tmp_path: Path, block: str, name: str = "README.md") -> Path:

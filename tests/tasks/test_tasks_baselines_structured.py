@@ -124,6 +124,7 @@ def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     assert tags(3) == first
 
 
+@pytest.mark.slow  # two CRF fits, about 3 CPU s
 def test_ner_training_is_the_same_while_another_thread_calls_rand(protocol_slice) -> None:
     """crfsuite shuffles with the process-wide C `rand()`: a thread calling it during training (as a Ray
     worker's may, under load) changed the model; crfsuite now trains alone in a child process."""

@@ -15,7 +15,9 @@ from klue.protocols import ProtocolData
 from klue.scoring import RunRequest
 from klue.tasks.mrc.records import MrcAnswer, MrcRecord
 
-OVERFIT = {"learning_rate": 3e-3, "epochs": 80, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 256,
+# 50 epochs at 5e-3 memorise as 80 at 3e-3 did (exact match 96.9 both, measured 2026-12-07) at 70% of the CPU;
+# 40 epochs reached 90.6, too near the floor of 90.
+OVERFIT = {"learning_rate": 5e-3, "epochs": 50, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 256,
            "evals_per_epoch": 0, "save_checkpoints": False, "progress": False, "logging_steps": 10}
 
 
@@ -116,7 +118,7 @@ def test_unanswerable_questions_get_the_null_answer(tmp_path: Path) -> None:
     model = make_tiny_model_dir(tmp_path / "m", arch="bert", texts=texts, vocab_size=500, dropout=0.0)
     data = ProtocolData("local:synthetic", False, "synthetic KLUE-format questions", records, records, None, ())
     results = klue.training.run(RunRequest(registry.get("mrc"), str(model), data, 7, tmp_path / "run"),
-                                {**OVERFIT, "epochs": 40, "max_len": 128})
+                                {**OVERFIT, "learning_rate": 3e-3, "epochs": 40, "max_len": 128})
     import json
 
     answers = {json.loads(line)["guid"]: json.loads(line)["answer"]

@@ -50,6 +50,7 @@ def finetuned(examples: Callable[[str], list[Any]], tmp_path_factory: pytest.Tem
     return model, data, results, out
 
 
+@pytest.mark.slow  # the module's real fine-tune (about 18 CPU s) runs for the first of them
 @pytest.mark.realdata
 def test_the_loss_falls_and_the_predictions_are_judged(finetuned: Finetuned) -> None:
     _, data, results, out = finetuned
@@ -65,6 +66,7 @@ def test_the_loss_falls_and_the_predictions_are_judged(finetuned: Finetuned) -> 
     assert results.scores["accuracy"] == pytest.approx(100 * hits / 16)
 
 
+@pytest.mark.slow  # the module's real fine-tune (about 18 CPU s) runs for the first of them
 @pytest.mark.realdata
 def test_klue_predict_applies_best(finetuned: Finetuned, tmp_path: Path) -> None:
     from typer.testing import CliRunner

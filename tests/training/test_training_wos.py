@@ -60,8 +60,12 @@ def model_dir(sample: ProtocolData[WosTurn], ontology: dict[str, tuple[str, ...]
     dialogues = {t.dialogue_guid: t.dialogue for t in sample.train}.values()
     texts = [u.text for d in dialogues for u in d.dialogue]
     texts += [v for values in ontology.values() for v in values] + [k.replace("-", " ") for k in ontology]
+    # One encoder layer: the tracker memorises the dev sample as with two (joint goal accuracy 97.4 against the
+    # floor of 90, measured 2026-12-07) at about two thirds of the CPU; a narrower model (hidden 64 or 96) in
+    # the same 80 epochs, or 40-50 epochs, fell below the floor.
     return make_tiny_model_dir(tmp_path_factory.mktemp("tiny-wos"), "bert", texts, tokenizer="bpe",
-                               vocab_size=3000, hidden_size=128, intermediate_size=256, heads=4, dropout=0.0)
+                               vocab_size=3000, hidden_size=128, intermediate_size=256, heads=4, layers=1,
+                               dropout=0.0)
 
 
 def prepared(sample: ProtocolData[WosTurn], model_dir: Path, options: dict[str, Any] | None = None) -> Any:

@@ -25,7 +25,6 @@ from typing import Any
 import yaml
 
 from klue.errors import DataError, Problem
-from klue.leaderboard.model_store import FAMILY_NAMES
 
 RANKINGS = ("plain", "ladder")
 DEFAULT_UPLOAD_MIB = 64
@@ -38,7 +37,7 @@ SERVICE_KEYS = {"heartbeat_s", "lost_after_s", "sqlite_timeout_s"}
 MODELS_KEYS = {"families", "executor", "ray_address", "limits", "seed", "shots"}
 MODEL_LIMIT_KEYS = {"wall_s", "cpus", "gpus", "memory_gb"}
 MODEL_QUOTA_KEYS = {"per_week"}
-FAMILIES = FAMILY_NAMES  # the families a site may open to model submissions
+FAMILIES = ("classic", "encoder", "llm", "embedding")  # the families a site may open to model submissions
 EXECUTORS = ("local", "ray")
 
 

@@ -38,8 +38,7 @@ from typing import Any
 from klue.errors import DataError, UnreachableError
 from klue.io.atomic import temp_dir_in
 from klue.io.redact import redact_text
-
-FAMILY_NAMES = ("classic", "encoder", "llm", "embedding")  # the site config's models.families
+from klue.leaderboard.config import FAMILIES as FAMILY_NAMES  # the site config's models.families
 
 MODELS_DIR = "models"
 HUB_CACHE_DIR = "hub-cache"

@@ -62,6 +62,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--gold", type=int, default=30)
     parser.add_argument("--train", type=int, default=34)
+    parser.add_argument("--specs", default="emb:e5-small,hf:smollm2.gguf,e5-small",
+                        help="comma-separated: which of the three real models to send")
+    parser.add_argument("--ray-address", default=None,
+                        help="run the site's jobs on this Ray cluster (models.executor: ray; the server is given "
+                             "RAY_AUTH_MODE=token, the cluster's default in Ray 2.60)")
     args = parser.parse_args()
     e5, why = me5_directory()
     gguf, why2 = smollm2_gguf()
@@ -75,7 +80,8 @@ def main() -> None:
     (base / "nli_train.json").write_text(json.dumps(train, ensure_ascii=False), encoding="utf-8")
     (base / "leaderboard.yaml").write_text(
         "title: model submissions\ntasks:\n  nli: {gold: nli_gold.json, train: nli_train.json}\n"
-        f"quota: {{per_day: 20}}\nmodels: {{limits: {{wall_s: 3600, memory_gb: 12}}, seed: {SEED}, shots: {SHOTS}}}\n",
+        f"quota: {{per_day: 20}}\nmodels: {{limits: {{wall_s: 3600, memory_gb: 12, cpus: 1}}, seed: {SEED}, shots: {SHOTS}"
+        + (f", executor: ray, ray_address: '{args.ray_address}'" if args.ray_address else "") + "}\n",
         encoding="utf-8")
     site = LiveSite.create(base / "site", base / "leaderboard.yaml")
     for name, path in (("e5-small", e5), ("smollm2.gguf", gguf)):
@@ -83,8 +89,10 @@ def main() -> None:
                         "model_store import add_model; add_model(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))"),
                         str(site.root), name, str(path)], check=True)
     site.add_users([("ana", "Team A", None, False), ("ben", "Team B", None, False)])
-    server = LiveServer(site, workers=1, scorers=1).start()
-    models = {"emb:e5-small": f"emb:{e5}", "hf:smollm2.gguf": f"hf:{gguf}", "e5-small": str(e5)}
+    server = LiveServer(site, workers=1, scorers=1,
+                        env={"RAY_AUTH_MODE": "token"} if args.ray_address else {}).start()
+    every = {"emb:e5-small": f"emb:{e5}", "hf:smollm2.gguf": f"hf:{gguf}", "e5-small": str(e5)}
+    models = {spec: every[spec] for spec in args.specs.split(",")}
     rows: dict[str, dict[str, Any]] = {}
     loads = {"start": load()}
     try:
@@ -120,6 +128,7 @@ def main() -> None:
         server.stop()
     n_gold = len(gold)
     print(json.dumps({"gold_examples": n_gold, "train_examples": len(train), "seed": SEED, "shots": SHOTS,
+                      "executor": f"ray at {args.ray_address}" if args.ray_address else "local",
                       "loads": loads,
                       "models": rows}, indent=1, ensure_ascii=False))
 

@@ -49,6 +49,19 @@ def smollm2_gguf() -> tuple[Path | None, str]:
 
 
 @functools.cache
+def e5_and_smollm2_or_skip() -> tuple[Path, Path]:
+    """Both real models' paths (the e5 directory, the SmolLM2 GGUF), or the test skipped with the reason."""
+    import pytest
+
+    e5, why = me5_directory()
+    if e5 is None:
+        pytest.skip(why)
+    gguf, why = smollm2_gguf()
+    if gguf is None:
+        pytest.skip(why)
+    return e5, gguf
+
+
 def smollm2_in_process() -> Any:
     """SmolLM2's GGUF loaded in process (klue's `hf` backend, CPU), once per test process for the tests that only
     read from it (tests/llm/test_llm_real.py, tests/contamination/test_mink_real.py): transformers reads a GGUF

@@ -438,14 +438,9 @@ def test_the_model_commands(site: Path, tiny_bert: Path, tmp_path: Path) -> None
 @pytest.mark.slow
 @pytest.mark.longest
 def test_real_e5_and_smollm2_enter_the_store_and_give_specs_the_families_accept(site: Path) -> None:
-    from real_models import me5_directory, smollm2_gguf
+    from real_models import e5_and_smollm2_or_skip
 
-    e5, why = me5_directory()
-    if e5 is None:
-        pytest.skip(why)
-    smollm2, why = smollm2_gguf()
-    if smollm2 is None:
-        pytest.skip(why)
+    e5, smollm2 = e5_and_smollm2_or_skip()
     # hard links where the site is on the models' file system (the hashes are still read and recorded)
     same_fs = os.stat(site).st_dev == os.stat(e5).st_dev == os.stat(smollm2).st_dev
     link = ["--link"] if same_fs else []

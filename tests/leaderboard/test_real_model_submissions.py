@@ -25,7 +25,7 @@ from live_site import LiveServer, LiveSite, klue
 
 from conftest import private_guids_of
 from klue.benchmark.cells import model_slug
-from real_models import me5_directory, smollm2_gguf
+from real_models import e5_and_smollm2_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
@@ -96,12 +96,7 @@ def make_site(base: Path, gold: list[dict[str, Any]], train: list[dict[str, Any]
 @pytest.fixture(scope="module")
 def real_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealSite]:
     dev = nli_dev()
-    e5, why = me5_directory()
-    if e5 is None:
-        pytest.skip(why)
-    gguf, why = smollm2_gguf()
-    if gguf is None:
-        pytest.skip(why)
+    e5, gguf = e5_and_smollm2_or_skip()
     gold, train = split_by_premise(json.loads(dev.read_text(encoding="utf-8")))
     base = tmp_path_factory.mktemp("real-model-site")
     site, server = make_site(base, gold, train, e5, gguf,

@@ -57,7 +57,7 @@ def test_tokens_are_stored_as_hashes(django_site: dict[str, Any]) -> None:
     assert ApiToken.user_for(token) is None
 
 
-def test_the_quota_day_is_the_utc_day() -> None:
+def test_the_quota_day_is_the_utc_day(django_site: dict[str, Any]) -> None:
     from klue.leaderboard.models import day_window
 
     seoul = dt.timezone(dt.timedelta(hours=9))

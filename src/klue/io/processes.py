@@ -7,6 +7,7 @@ running the next piece of work or holding its memory. `import_ray` is how every 
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import threading
 import time
@@ -16,6 +17,18 @@ from klue.errors import DataError
 
 PR_SET_PDEATHSIG = 1  # prctl option: the signal this process gets when its parent dies (Linux)
 RAY_MISSING = "--executor ray needs Ray, which is not installed: pip install 'klue[ray]'"
+
+
+def limit_resources(memory_bytes: int, cpu_seconds: int | None = None, file_bytes: int | None = None) -> None:
+    """This process's limits, inherited by what it runs (the leaderboard's judge and model cells): address
+    space, CPU time (SIGXCPU at the soft limit, killed 5 s later), the largest file it may write, and no core
+    dump (a dump could hold whatever the process read). Safe between fork and exec: it imports nothing."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    if cpu_seconds is not None:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    if file_bytes is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from klue.benchmark.cells import LOG_FILE, CellSpec, FilesChoice, execute_cell, run_cell
+from klue.io.processes import die_with_parent, limit_resources
 from klue.leaderboard.config import ModelLimits, ModelsConfig
 from klue.results import PREDICTIONS_FILE, RESULTS_FILE, read_results
 
@@ -92,9 +92,7 @@ def finished_cell(out_dir: Path) -> str | None:
 def _limit_child(limits: ModelLimits) -> None:
     """In the child before exec: its own session (so a cancel ends its whole group), its memory, no core."""
     os.setsid()
-    memory = int(limits.memory_gb * GIB)
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit_resources(int(limits.memory_gb * GIB))
 
 
 def child_env(limits: ModelLimits) -> dict[str, str]:
@@ -233,8 +231,6 @@ def progress_of(out_dir: Path) -> list[Progress]:
 
 def main() -> None:
     """The child: `CELL.json PARENT_PID` -> the cell run, exit 0 (results.json written, ok or failed)."""
-    from klue.io.processes import die_with_parent
-
     die_with_parent(int(sys.argv[2]))
     spec = read_cell(Path(sys.argv[1]))
     execute_cell(run_cell, spec)

@@ -94,14 +94,18 @@ def requeue_slots(slots: list[str]) -> int:
     """Jobs running under queue rows that were put back (their worker stopped beating): waiting again."""
     count = 0
     for job in ModelJob.objects.filter(slot__in=slots, state=ModelJob.RUNNING):
-        job.state, job.slot = ModelJob.WAITING, ""
-        job.progress = {"step": "waiting"}
-        add_log(job, "the worker running this job stopped; put back in the queue (it resumes where the model's "
-                     "family can)")
-        job.save(update_fields=["state", "slot", "progress", "log"])
-        Submission.objects.filter(pk=job.submission_id).update(status=Submission.QUEUED)
+        _put_back(job, "the worker running this job stopped")
         count += 1
     return count
+
+
+def _put_back(job: ModelJob, why: str, *fields: str) -> None:
+    """A running job waiting again (its next attempt runs in the same directory), with `why` in its log;
+    `fields`: other fields of the row the caller changed."""
+    job.state, job.slot, job.progress = ModelJob.WAITING, "", {"step": "waiting"}
+    add_log(job, f"{why}; put back in the queue (it resumes where the model's family can)")
+    job.save(update_fields=["state", "slot", "progress", "log", *fields])
+    Submission.objects.filter(pk=job.submission_id).update(status=Submission.QUEUED)
 
 
 def requeue_lost_task(job: ModelJob) -> bool:
@@ -110,11 +114,7 @@ def requeue_lost_task(job: ModelJob) -> bool:
     if job.attempts >= MAX_ATTEMPTS:
         return False
     with transaction.atomic():
-        job.state, job.slot, job.progress = ModelJob.WAITING, "", {"step": "waiting"}
-        add_log(job, "the Ray task running this job died; put back in the queue (it resumes where the model's "
-                     "family can)")
-        job.save(update_fields=["state", "slot", "progress", "log", "wall_s"])
-        Submission.objects.filter(pk=job.submission_id).update(status=Submission.QUEUED)
+        _put_back(job, "the Ray task running this job died", "wall_s")
         run_model_slot.enqueue()
     return True
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from klue.io.processes import limit_resources
 from klue.leaderboard.config import Limits
 from klue.leaderboard.judge import judge
 
@@ -39,12 +39,8 @@ class JudgeFailure(Exception):
 
 
 def apply_limits(limits: Limits) -> None:
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
-    memory = limits.memory_mib * MIB
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    size = (limits.decompressed_mib + 16) * MIB
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit_resources(limits.memory_mib * MIB, cpu_seconds=limits.cpu_seconds,
+                    file_bytes=(limits.decompressed_mib + 16) * MIB)
 
 
 def _child(request: dict[str, Any], limits: Limits, write_end: int) -> None:

@@ -39,7 +39,8 @@ def test_scan_writes_examples_and_summary(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["tasks"]["nli"]["dirty_input"] == 2 and summary["tasks"]["nli"]["dirty_with_answer"] == 1
     assert summary["settings"] | {"unit": "eojeol", "n": 8, "normalise": "klue"} == summary["settings"]
-    assert summary["corpus"][0]["sha256"] and summary["corpus"][0]["documents"] == 5
+    assert summary["corpus"][0]["digest"].startswith("sha256-blocks-4MiB:")
+    assert summary["corpus"][0]["documents"] == 5
     assert rows[0]["guid"] in result.output  # every dirty example is named on the console too
 
 

@@ -95,9 +95,13 @@ def test_a_scan_resumes_per_corpus_file(tmp_path: Path) -> None:
     two.write_text(json.dumps({"text": OTHER}, ensure_ascii=False) + "\n", encoding="utf-8")  # a changed file
     again = scan([one, two], state_dir=state)
     assert [f.resumed for f in again.files] == [True, False]
-    assert set(again.findings) == {0, 2} and again.files[0].sha256 == first.files[0].sha256
+    assert set(again.findings) == {0, 2} and again.files[0].digest == first.files[0].digest
     other_n = scan([one, two], Settings("eojeol", 9, "klue"), state_dir=state)  # other settings: read again
     assert [f.resumed for f in other_n.files] == [False, False]
+    kept = state / "file-00000.json"  # a state an older klue kept (another layout): read again
+    kept.write_text(json.dumps({**json.loads(kept.read_text(encoding="utf-8")), "version": 1}), encoding="utf-8")
+    assert [f.resumed for f in scan([one, two], Settings("eojeol", 9, "klue"), state_dir=state).files] == [
+        False, True]
 
 
 @pytest.mark.parametrize("case", ["cp949", "cut-gzip", "not-json", "no-field-later"])

@@ -5,6 +5,7 @@ earliest in corpus order however the work was split."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -13,10 +14,11 @@ from typing import Any
 import pytest
 from scan_helpers import ARTICLE, EXAMPLES, NOISE, OTHER, SECOND, SHORT, write_jsonl
 
-from klue.contamination.corpus import _span_lines, expand
+from klue.contamination.corpus import CorpusReader, _span_lines, expand
 from klue.contamination.examples import TaskSet
 from klue.contamination.index import build_index
 from klue.contamination.run import EXAMPLES_FILE, SUMMARY_FILE, ScanOptions, scan_corpus, write_outputs
+from klue.contamination.scan import ChunkScanner
 from klue.contamination.units import Settings
 from klue.errors import DataError
 from klue.io.provenance import DataSource
@@ -83,19 +85,51 @@ def test_the_outputs_do_not_depend_on_the_chunk_size(tmp_path: Path) -> None:
     whole, summary = _outputs(tmp_path / "whole", corpus)
     rows = [json.loads(line) for line in whole["nli"].decode().splitlines()]
     assert [r["dirty_input"] for r in rows] == [True, True, True, False] and rows[1]["dirty_with_answer"]
-    assert rows[0]["first_match"]["line"] > 1 and summary["corpus"][0]["sha256"]
+    assert rows[0]["first_match"]["line"] > 1
+    assert [f["digest"] for f in summary["corpus"]] == [_dropbox_digest(p.read_bytes()) for p in corpus]
     for chunk_bytes in (61, 200, 4096):  # shorter than a line, a few lines, many lines
         assert _outputs(tmp_path / f"c{chunk_bytes}", corpus, chunk_bytes=chunk_bytes) == (whole, summary)
+    for block_bytes in (150, 1000):  # spans of a few lines, each read in pieces of 61 bytes
+        blocks, in_blocks = _outputs(tmp_path / f"b{block_bytes}", corpus, chunk_bytes=61, block_bytes=block_bytes)
+        assert blocks == whole and [f["digest"] for f in in_blocks["corpus"]] == [
+            _block_digest(p.read_bytes(), block_bytes, f"{block_bytes}B") for p in corpus]
+        assert {**in_blocks, "corpus": summary["corpus"]} == summary  # nothing else differs
+
+
+def _block_digest(data: bytes, size: int, label: str) -> str:
+    """sha256 over the sha256 digests of the blocks, computed here on the whole file."""
+    digests = b"".join(hashlib.sha256(data[i:i + size]).digest() for i in range(0, len(data), size))
+    return f"sha256-blocks-{label}:{hashlib.sha256(digests).hexdigest()}"
+
+
+def _dropbox_digest(data: bytes) -> str:
+    return _block_digest(data, 4 << 20, "4MiB")
+
+
+def test_a_file_of_several_blocks_has_the_same_digest_read_as_spans_or_as_a_stream(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"".join(b"%d %s\n" % (i, b"x" * (i % 97)) for i in range(160_000)))  # 9.2 MB: 3 blocks
+    file = expand([str(path)])[0]
+    spans = CorpusReader(file, 0, "text", by_span=True)
+    chunks = list(spans.chunks())
+    assert len(chunks) == 3 and spans.digest is None
+    scanner = ChunkScanner(build_index(EXAMPLES, Settings()))
+    spans.finish_spans([scanner.scan(c).block_digest or b"" for c in chunks])
+    stream = CorpusReader(file, 0, "text", by_span=False)
+    assert sum(1 for _ in stream.chunks()) > 3
+    assert spans.digest == stream.digest == _dropbox_digest(path.read_bytes())
 
 
 @pytest.mark.slow  # two spawned workers start in a few seconds, twice
 def test_two_workers_write_what_one_process_writes(tmp_path: Path) -> None:
     corpus = _corpora(tmp_path)
-    assert _outputs(tmp_path / "two", corpus, chunk_bytes=150, workers=2) == _outputs(tmp_path / "one", corpus)
+    one = _outputs(tmp_path / "one", corpus, chunk_bytes=150, block_bytes=300)
+    assert _outputs(tmp_path / "two", corpus, chunk_bytes=150, block_bytes=300, workers=2) == one
     bad = tmp_path / "bad.jsonl"  # past the start checked before any work, in a later span
     bad.write_text('{"text": "가"}\n' * 300 + '{"body": "나"}\n', encoding="utf-8")
     with pytest.raises(DataError) as error:
-        scan_corpus(build_index(EXAMPLES, Settings()), expand([str(bad)]), ScanOptions(chunk_bytes=100, workers=2))
+        scan_corpus(build_index(EXAMPLES, Settings()), expand([str(bad)]),
+                    ScanOptions(chunk_bytes=100, block_bytes=700, workers=2))
     assert (error.value.problems[0].path, error.value.problems[0].location) == (str(bad), "line 301")
 
 
@@ -104,5 +138,5 @@ def test_two_workers_write_what_one_process_writes(tmp_path: Path) -> None:
 def test_ray_actors_write_what_one_process_writes(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     corpus = _corpora(tmp_path)
-    on_ray = _outputs(tmp_path / "ray", corpus, chunk_bytes=150, workers=2, executor="ray")
-    assert on_ray == _outputs(tmp_path / "one", corpus)
+    on_ray = _outputs(tmp_path / "ray", corpus, chunk_bytes=150, block_bytes=300, workers=2, executor="ray")
+    assert on_ray == _outputs(tmp_path / "one", corpus, chunk_bytes=150, block_bytes=300)

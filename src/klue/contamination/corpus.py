@@ -4,7 +4,8 @@ directories (every file under them) or globs.
 
 An uncompressed text or JSON Lines file is cut into byte ranges (spans) without being read: whoever scans a
 span reads it and takes the lines that start in it (docs/contamination.md, "Resume, workers, Ray"), so the
-process that hands out the work does nothing per byte but the file's sha256. A compressed file is decompressed
+process that hands out the work reads nothing: the workers also hash the bytes they read, in blocks of 4 MiB
+(`BlockDigest`), and the file's digest is put together from the blocks' digests. A compressed file is decompressed
 by the reading process and cut into chunks of whole lines as raw bytes, which the workers decode and parse;
 parquet and `datasets` come as batches of rows of the text column. Memory stays flat: at most a few chunks are
 held at once, whatever the corpus size.
@@ -37,6 +38,12 @@ Compression = Literal["", "gzip", "zstd"]
 # again per chunk), and a corpus of a few dozen MB still splits evenly between workers (measured in
 # benchmarks/contamination_speed.py)
 CHUNK_BYTES = 1 << 20
+# A span file is handed out a block at a time, scanned in chunks of CHUNK_BYTES, and each block hashed where it is
+# scanned: the main process reads nothing (its sha256 pass beside 2 workers on 2 cores cost them 7-13% of their
+# CPU per MB in cache and memory traffic, and a third process to schedule) and a task per 4 MB instead of per 1 MB
+# quarters the pool's per-task cost in the main process (about 1 ms a task; measured in
+# benchmarks/contamination_speed.py). The digest is Dropbox's content-hash scheme (docs/contamination.md).
+BLOCK_BYTES = 4 << 20
 ROWS_PER_CHUNK = 4096
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -77,20 +84,24 @@ class Chunk:
     consumed: int  # bytes of the file on disk this chunk accounts for (progress)
     data: bytes = b""
     rows: tuple[str | None, ...] = ()
-    # instead of `data`: (path, start, end) of an uncompressed file: the lines that start in [start, end), read
-    # where the chunk is scanned
+    # instead of `data`: (path, start, end) of one block of an uncompressed file: the lines that start in
+    # [start, end), read where the chunk is scanned, `piece_bytes` at a time (`pieces`)
     span: tuple[str, int, int] | None = None
+    piece_bytes: int = CHUNK_BYTES
     relative: bool = False  # line numbers count from 1 within this chunk (it came as a span)
 
-    def loaded(self) -> Chunk:
-        """The chunk with its lines in `data` (read from the file when it came as a span)."""
-        if self.span is None:
-            return self
+    def pieces(self, digest: Any) -> Iterator[Chunk]:
+        """A span chunk's lines, `piece_bytes` of the span at a time, each piece numbering its lines from 1;
+        the span's bytes go through `digest` (a hashlib object) as they are read."""
+        assert self.span is not None
         path, start, end = self.span
-        first, data = _span_lines(path, start, end)
-        if first is None:
-            raise DataError([Problem(self.shown, f"byte {start}", "the file changed while it was scanned")])
-        return dataclasses.replace(self, data=data, span=None, first_offset=first, first_line=1, relative=True)
+        for at in range(start, end, self.piece_bytes):
+            stop = min(at + self.piece_bytes, end)
+            first, data = _span_lines(path, at, stop, digest)
+            if first is None:
+                raise DataError([Problem(self.shown, f"byte {at}", "the file changed while it was scanned")])
+            yield dataclasses.replace(self, data=data, span=None, first_offset=first, first_line=1, relative=True,
+                                      consumed=stop - at)
 
     def line_count(self) -> int:
         """How many lines a loaded text or JSON Lines chunk holds (the last may lack its newline)."""
@@ -99,21 +110,22 @@ class Chunk:
         return newlines + (1 if data and not data.endswith(b"\n") else 0)
 
 
-_TAIL_BLOCK = 1 << 16
-_HASH_BLOCK = 1 << 20  # what is read at a time past a span's end, to finish its last line
+_TAIL_BLOCK = 1 << 16  # what is read at a time past a span's end, to finish its last line
 
 
-def _span_lines(path: str, start: int, end: int) -> tuple[int | None, bytes]:
+def _span_lines(path: str, start: int, end: int, digest: Any = None) -> tuple[int | None, bytes]:
     """(the byte offset of the first line that starts in [start, end) of the file, the bytes from there to the
     end of the last line that does, its newline included); a line starts at 0 or after a newline, so spans
     cut anywhere share out a file's lines with none lost or read twice. No line: (end, b""); the file shorter
-    than `end` (it changed): (None, b"")."""
+    than `end` (it changed): (None, b""). The bytes [start, end) go through `digest`, if given."""
     with open(path, "rb") as handle:
         if start > 0:
             handle.seek(start - 1)
             head = handle.read(end - start + 1)
             if len(head) != end - start + 1:
                 return None, b""
+            if digest is not None:
+                digest.update(memoryview(head)[1:])
             cut = head.find(b"\n")
             if cut < 0 or start + cut == end:  # inside one line that started before this span
                 return end, b""
@@ -122,6 +134,8 @@ def _span_lines(path: str, start: int, end: int) -> tuple[int | None, bytes]:
             body = handle.read(end)
             if len(body) != end:
                 return None, b""
+            if digest is not None:
+                digest.update(body)
             first = 0
         if body.endswith(b"\n") or not body:
             return first, body
@@ -196,12 +210,45 @@ def classify(path: Path) -> CorpusFile:
     return CorpusFile(str(path), path, kind, compression)
 
 
-class _Tee:
-    """A raw file that hashes (sha256) and counts the bytes read through it."""
+class BlockDigest:
+    """The sha256 of the concatenated sha256 digests of a byte stream's consecutive blocks of `block_bytes`
+    (the last one shorter); with 4 MiB blocks, the scheme of Dropbox's content hash. Unlike one sha256 it is
+    put together from blocks hashed apart, by whichever worker read each one (`of_blocks`)."""
 
-    def __init__(self, handle: IO[bytes]) -> None:
+    def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
+        self.block_bytes = block_bytes
+        self.blocks: list[bytes] = []
+        self.block = hashlib.sha256()
+        self.filled = 0
+
+    def update(self, data: bytes) -> None:
+        view = memoryview(data)
+        while len(view):
+            take = min(len(view), self.block_bytes - self.filled)
+            self.block.update(view[:take])
+            self.filled += take
+            view = view[take:]
+            if self.filled == self.block_bytes:
+                self.blocks.append(self.block.digest())
+                self.block, self.filled = hashlib.sha256(), 0
+
+    def hexdigest(self) -> str:
+        blocks = self.blocks + ([self.block.digest()] if self.filled else [])
+        return of_blocks(blocks, self.block_bytes)
+
+
+def of_blocks(block_digests: list[bytes], block_bytes: int) -> str:
+    """A file's digest as the summary writes it (`sha256-blocks-4MiB:HEX`), from its blocks' sha256 digests."""
+    size = f"{block_bytes >> 20}MiB" if block_bytes % (1 << 20) == 0 else f"{block_bytes}B"
+    return f"sha256-blocks-{size}:{hashlib.sha256(b''.join(block_digests)).hexdigest()}"
+
+
+class _Tee:
+    """A raw file that hashes (`BlockDigest`) and counts the bytes read through it."""
+
+    def __init__(self, handle: IO[bytes], block_bytes: int) -> None:
         self.handle = handle
-        self.digest = hashlib.sha256()
+        self.digest = BlockDigest(block_bytes)
         self.read_bytes = 0
 
     def read(self, size: int = -1) -> bytes:
@@ -250,20 +297,22 @@ def _read_errors(compression: Compression) -> tuple[type[Exception], ...]:
 
 
 class CorpusReader:
-    """The chunks of one corpus file, in order; after the last one, `sha256` and `documents` are set (for
-    text and JSON Lines the hash is taken from the bytes as they are read: no second pass)."""
+    """The chunks of one corpus file, in order; after the last one, `digest` is set (for text and JSON Lines
+    it is taken from the bytes as they are read: no second pass; for spans, from the blocks' digests the
+    scanners send back: `finish_spans`)."""
 
     def __init__(self, file: CorpusFile, file_index: int, text_field: str, chunk_bytes: int = CHUNK_BYTES,
-                 by_span: bool = False) -> None:
+                 by_span: bool = False, block_bytes: int = BLOCK_BYTES) -> None:
         self.file = file
         self.file_index = file_index
         self.text_field = text_field
         self.chunk_bytes = chunk_bytes
+        self.block_bytes = block_bytes  # a span's size, and the digest's block
         # an uncompressed file's chunks as spans the workers read themselves: sending the bytes through a pipe to
         # a worker process cost the reading process several times what reading them did, and finding the lines
         # and counting them there was work one process did for all (measured: 1.25x from 1 to 2 workers)
         self.by_span = by_span and file.compression == ""
-        self.sha256: str | None = None
+        self.digest: str | None = None
         self.size = file.size()
 
     def chunks(self) -> Iterator[Chunk]:
@@ -280,7 +329,7 @@ class CorpusReader:
     def _line_chunks(self) -> Iterator[Chunk]:
         line, offset, reported = 1, 0, 0
         with self.file.path.open("rb") as raw:
-            tee = _Tee(raw)
+            tee = _Tee(raw, self.block_bytes)
             stream = _stream(tee, self.file.compression)
             carry = b""
             while True:
@@ -306,24 +355,23 @@ class CorpusReader:
             if carry:
                 yield self._piece(line, offset, tee.read_bytes - reported, carry)
                 reported = tee.read_bytes
-        self.sha256 = tee.digest.hexdigest()
+        self.digest = tee.digest.hexdigest()
 
     def _piece(self, line: int, offset: int, consumed: int, data: bytes) -> Chunk:
         return self._chunk(line, offset, consumed, data=data)
 
     def _span_chunks(self) -> Iterator[Chunk]:
-        """Spans of `chunk_bytes`, cut without reading; each span's bytes go through the file's sha256 once it
-        is handed out (while it is scanned elsewhere), the only pass over the bytes made here."""
-        digest = hashlib.sha256()
+        """One span per block of BLOCK_BYTES, cut without reading (the scanner reads it, `chunk_bytes` at a
+        time, and sends back the block's sha256: `finish_spans`)."""
         path = str(self.file.path)
-        with self.file.path.open("rb") as raw:
-            for start in range(0, self.size, self.chunk_bytes):
-                end = min(start + self.chunk_bytes, self.size)
-                yield Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, 1, start, end - start,
-                            span=(path, start, end))
-                while len(block := raw.read(min(_HASH_BLOCK, end - raw.tell()))):
-                    digest.update(block)
-        self.sha256 = digest.hexdigest()
+        for start in range(0, self.size, self.block_bytes):
+            end = min(start + self.block_bytes, self.size)
+            yield Chunk(self.file_index, self.file.shown, self.file.kind, self.text_field, 1, start, end - start,
+                        span=(path, start, end), piece_bytes=self.chunk_bytes)
+
+    def finish_spans(self, block_digests: list[bytes]) -> None:
+        """The file's digest, once every span's block digest is back (in order)."""
+        self.digest = of_blocks(block_digests, self.block_bytes)
 
     def _row_chunks(self) -> Iterator[Chunk]:
         batches, rows_total = (self._parquet_batches() if self.file.kind == "parquet" else self._dataset_batches())
@@ -334,7 +382,7 @@ class CorpusReader:
             now = self.size * (line_after - 1) // max(1, rows_total)
             yield self._chunk(line, None, now - reported, rows=tuple(rows))
             reported, line = now, line_after
-        self.sha256 = identify(self.file.path).sha256
+        self.digest = f"sha256:{identify(self.file.path).sha256}"
 
     def _parquet_batches(self) -> tuple[Iterator[list[str | None]], int]:
         handle = _optional("pyarrow.parquet").ParquetFile(self.file.path)
@@ -386,7 +434,8 @@ class _Probe(CorpusReader):
     """The first chunk of a file only, small."""
 
     def __init__(self, reader: CorpusReader) -> None:
-        super().__init__(reader.file, reader.file_index, reader.text_field, chunk_bytes=1 << 16)
+        super().__init__(reader.file, reader.file_index, reader.text_field, chunk_bytes=1 << 16,
+                         block_bytes=reader.block_bytes)
 
     def _line_chunks(self) -> Iterator[Chunk]:
         chunks = super()._line_chunks()

@@ -4,7 +4,6 @@ and the outputs written atomically: OUT/TASK/examples.jsonl and OUT/summary.json
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import multiprocessing
 import os
@@ -13,15 +12,23 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from klue.contamination.corpus import CHUNK_BYTES, Chunk, CorpusFile, CorpusReader
+from klue.contamination.corpus import BLOCK_BYTES, CHUNK_BYTES, Chunk, CorpusFile, CorpusReader
 from klue.contamination.examples import TaskSet
 from klue.contamination.index import BenchmarkIndex
-from klue.contamination.scan import ChunkResult, ChunkScanner, Findings, Found, merge_findings, shift_lines
-from klue.errors import DataError, Problem
+from klue.contamination.scan import (
+    ChunkResult,
+    ChunkScanner,
+    Findings,
+    Found,
+    lines_moved,
+    merge_findings,
+    shift_lines,
+)
+from klue.errors import DataError
 from klue.io.atomic import write_json_atomic, write_jsonl_atomic
 from klue.io.processes import die_with_parent, import_ray
 from klue.io.progress import ProgressBar
@@ -29,6 +36,8 @@ from klue.io.progress import ProgressBar
 Executor = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 STATE_DIR = ".scan-state"  # per corpus file: its findings, for a resumed scan
+# a kept file state of another layout is scanned again (2: the file's `digest` replaced its sha256)
+STATE_VERSION = 2
 SUMMARY_FILE = "summary.json"
 EXAMPLES_FILE = "examples.jsonl"
 
@@ -39,6 +48,9 @@ class ScanOptions:
     workers: int = 1
     executor: Executor = "local"
     chunk_bytes: int = CHUNK_BYTES
+    # the work handed out at a time for a span file, and the block of its digest (corpus.BlockDigest); smaller
+    # in tests, to share a small file out between workers
+    block_bytes: int = BLOCK_BYTES
     ray_address: str | None = None  # None: RAY_ADDRESS, else a local Ray
 
 
@@ -50,13 +62,15 @@ class FileRecord:
     kind: str
     compression: str
     bytes: int
-    sha256: str | None
+    # text and JSON Lines: "sha256-blocks-4MiB:HEX" (corpus.BlockDigest, of the bytes on disk); parquet and
+    # datasets: "sha256:HEX"
+    digest: str | None
     documents: int
     resumed: bool  # taken from the state of an earlier run, not read again
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "compression": self.compression or None, "bytes": self.bytes,
-                "sha256": self.sha256, "documents": self.documents, "resumed": self.resumed}
+                "digest": self.digest, "documents": self.documents, "resumed": self.resumed}
 
 
 @dataclass(frozen=True)
@@ -68,7 +82,8 @@ class ScanResult:
     workers: int
     startup_seconds: float = 0.0  # starting the workers (processes, Ray and its actors) and sending the index
     # CPU seconds while scanning: of the scanners on their chunks (wherever they ran), and of this process
-    # beside them (handing out chunks, the sha256 of span files, merging; in one process, what is not scanning)
+    # beside them (handing out chunks, reading and hashing what is not a span file, merging; in one process,
+    # what is not scanning)
     scan_cpu_seconds: float = 0.0
     main_cpu_seconds: float = 0.0
 
@@ -171,8 +186,8 @@ def _resumed(state_dir: Path | None, file_index: int, file: CorpusFile, fingerpr
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if (state.get("fingerprint"), state.get("identity"), state.get("text_field")) != (
-            fingerprint, _identity(file), text_field):
+    if (state.get("version"), state.get("fingerprint"), state.get("identity"), state.get("text_field")) != (
+            STATE_VERSION, fingerprint, _identity(file), text_field):
         return None
     findings = {int(k): Found.from_json(v, file_index) for k, v in state["findings"].items()}
     record = FileRecord(**{**state["record"], "resumed": True})
@@ -185,7 +200,7 @@ def _keep(state_dir: Path | None, file_index: int, file: CorpusFile, fingerprint
         return
     state_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(_state_path(state_dir, file_index), {
-        "fingerprint": fingerprint, "identity": _identity(file), "text_field": text_field,
+        "version": STATE_VERSION, "fingerprint": fingerprint, "identity": _identity(file), "text_field": text_field,
         "record": {k: v for k, v in record.__dict__.items() if k != "resumed"},
         "findings": {str(k): v.to_json() for k, v in findings.items()}})
 
@@ -207,7 +222,7 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
             # spans only where the scanners see the same files: this process, its workers, a Ray started here
             # (a Ray cluster elsewhere may not)
             by_span = options.executor == "local" or _local_ray(options)
-            todo.append(CorpusReader(file, i, options.text_field, options.chunk_bytes, by_span))
+            todo.append(CorpusReader(file, i, options.text_field, options.chunk_bytes, by_span, options.block_bytes))
     for reader in todo:  # before any work: a file that cannot be read at all stops the scan here
         reader.check()
     started = time.perf_counter()
@@ -232,7 +247,7 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
 
                 for reader, file_findings, documents in _scan_files(todo, submit, 2 * workers, advance):
                     record = FileRecord(reader.file.shown, reader.file.kind, reader.file.compression, reader.size,
-                                        reader.sha256, documents, False)
+                                        reader.digest, documents, False)
                     _keep(state_dir, reader.file_index, reader.file, fingerprint, options.text_field,
                           file_findings, record)
                     merge_findings(findings, file_findings)
@@ -245,6 +260,16 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
                       done_bytes, workers, startup, scan_cpu, main_cpu)
 
 
+@dataclass
+class _Tally:
+    """One file's results so far, as they are taken in order."""
+
+    findings: Findings = field(default_factory=dict)
+    documents: int = 0
+    lines: int = 0  # lines of the spans taken so far (the next span's line numbers move on by this)
+    block_digests: list[bytes] = field(default_factory=list)
+
+
 def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[ChunkResult]], in_flight: int,
                 advance: Callable[[ChunkResult], None]) -> Iterator[tuple[CorpusReader, Findings, int]]:
     """(reader, its findings, its document count) as each file is finished. Chunks are submitted across
@@ -252,30 +277,34 @@ def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[Ch
     finished when the marker after its last chunk comes up, and a span's lines, numbered within it, are put
     in place by the count of lines before it."""
     pending: deque[tuple[Future[ChunkResult], CorpusReader] | CorpusReader] = deque()
-    current: dict[int, tuple[Findings, list[int]]] = {}  # file -> (findings, [documents, lines so far])
+    current: dict[int, _Tally] = {}
 
     def take() -> Iterator[tuple[CorpusReader, Findings, int]]:
         head = pending.popleft()
         if isinstance(head, CorpusReader):
-            file_findings, counts = current.pop(head.file_index)
-            yield head, file_findings, counts[0]
+            tally = current.pop(head.file_index)
+            if head.by_span:
+                head.finish_spans(tally.block_digests)
+            yield head, tally.findings, tally.documents
             return
         future, reader = head
-        file_findings, counts = current[reader.file_index]
+        tally = current[reader.file_index]
         try:
             result = future.result()  # a worker's DataError (a line that cannot be read) is raised here
         except DataError as error:
-            raise _in_place(error, counts[1]) if reader.by_span else error from None
-        shift_lines(result.findings, counts[1])
-        merge_findings(file_findings, result.findings)
-        counts[0] += result.documents
-        counts[1] += result.lines or 0
+            raise lines_moved(error, tally.lines) if reader.by_span else error from None
+        shift_lines(result.findings, tally.lines)
+        merge_findings(tally.findings, result.findings)
+        tally.documents += result.documents
+        tally.lines += result.lines or 0
+        if result.block_digest is not None:
+            tally.block_digests.append(result.block_digest)
         advance(result)
 
     waiting = 0
     try:
         for reader in readers:
-            current[reader.file_index] = ({}, [0, 0])
+            current[reader.file_index] = _Tally()
             for chunk in reader.chunks():
                 pending.append((submit(chunk), reader))
                 waiting += 1
@@ -289,17 +318,6 @@ def _scan_files(readers: list[CorpusReader], submit: Callable[[Chunk], Future[Ch
         for item in pending:
             if isinstance(item, tuple):
                 item[0].cancel()
-
-
-def _in_place(error: DataError, lines_before: int) -> DataError:
-    """A span's error with its line numbered in the file, not in the span."""
-    def moved(problem: Problem) -> Problem:
-        number = problem.location.removeprefix("line ")
-        if not number.isdigit():
-            return problem
-        return dataclasses.replace(problem, location=f"line {int(number) + lines_before}")
-
-    return DataError([moved(p) for p in error.problems])
 
 
 def _local_ray(options: ScanOptions) -> bool:

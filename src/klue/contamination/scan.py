@@ -10,6 +10,7 @@ checked against the units themselves before it counts: a hash collision never ma
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import time
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ import numpy as np
 from klue.contamination.corpus import Chunk, documents, line_offsets, plain_lines
 from klue.contamination.index import BenchmarkIndex
 from klue.contamination.units import Hasher, Ngrams, tables
+from klue.errors import DataError, Problem
 
 
 @dataclass(order=True, slots=True)
@@ -96,6 +98,17 @@ def merge_findings(into: Findings, other: Findings) -> None:
             into[example] = found
 
 
+def lines_moved(error: DataError, lines_before: int) -> DataError:
+    """An error of a piece of a file, its line numbered `lines_before` further on (in the file, not the piece)."""
+    def moved(problem: Problem) -> Problem:
+        number = problem.location.removeprefix("line ")
+        if not number.isdigit():
+            return problem
+        return dataclasses.replace(problem, location=f"line {int(number) + lines_before}")
+
+    return DataError([moved(p) for p in error.problems])
+
+
 def shift_lines(findings: Findings, lines: int) -> None:
     """Every line number of the findings `lines` further on, in place (a span's, numbered within it, put in
     place; building new Locations was most of the hit path's Python on a corpus with many copies, measured)."""
@@ -117,6 +130,7 @@ class ChunkResult:
     findings: Findings
     lines: int | None = None  # a span's chunk: how many lines it held (its findings' lines count within it)
     cpu_seconds: float = 0.0  # CPU time of the process that scanned it, on this chunk
+    block_digest: bytes | None = None  # a span's chunk: the sha256 of its bytes (corpus.BlockDigest)
 
 
 class ChunkScanner:
@@ -133,10 +147,26 @@ class ChunkScanner:
 
     def scan(self, chunk: Chunk) -> ChunkResult:
         cpu = time.process_time()
-        chunk = chunk.loaded()
-        result = self._scan(chunk)
-        return dataclasses.replace(result, lines=chunk.line_count() if chunk.relative else None,
-                                   cpu_seconds=time.process_time() - cpu)
+        result = self._scan(chunk) if chunk.span is None else self._scan_span(chunk)
+        return dataclasses.replace(result, cpu_seconds=time.process_time() - cpu)
+
+    def _scan_span(self, chunk: Chunk) -> ChunkResult:
+        """A block of a file, read and scanned a piece at a time (the arrays of a piece stay in the caches),
+        its lines numbered within the block and its bytes hashed as they are read."""
+        digest = hashlib.sha256()
+        findings: Findings = {}
+        count = lines = 0
+        try:
+            for piece in chunk.pieces(digest):
+                part = self._scan(piece)
+                shift_lines(part.findings, lines)
+                merge_findings(findings, part.findings)
+                count += part.documents
+                lines += piece.line_count()
+        except DataError as error:
+            raise lines_moved(error, lines) from None
+        return ChunkResult(chunk.file_index, chunk.consumed, count, findings, lines=lines,
+                           block_digest=digest.digest())
 
     def _scan(self, chunk: Chunk) -> ChunkResult:
         if chunk.kind == "text":

@@ -103,12 +103,6 @@ class Chunk:
             yield dataclasses.replace(self, data=data, span=None, first_offset=first, first_line=1, relative=True,
                                       consumed=stop - at)
 
-    def line_count(self) -> int:
-        """How many lines a loaded text or JSON Lines chunk holds (the last may lack its newline)."""
-        data = self.data
-        newlines = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))  # 4x bytes.count (measured)
-        return newlines + (1 if data and not data.endswith(b"\n") else 0)
-
 
 _TAIL_BLOCK = 1 << 16  # what is read at a time past a span's end, to finish its last line
 
@@ -154,6 +148,7 @@ class Documents:
     texts: list[str]
     lines: list[int]
     offsets: list[int] | None
+    line_count: int = 0  # lines in the chunk (text, JSON Lines), empty ones included
 
 
 def expand(specs: list[str]) -> list[CorpusFile]:
@@ -475,12 +470,13 @@ def documents(chunk: Chunk, limit: int | None = None) -> Documents:
         texts = [text for text in texts if text]
         lines = [chunk.first_line + i for i in kept]
     offsets = ((chunk.first_offset or 0) + starts[kept]).tolist()
-    return Documents(texts, lines, offsets)
+    return Documents(texts, lines, offsets, len(newlines) + (0 if data.endswith(b"\n") or not data else 1))
 
 
-def plain_lines(chunk: Chunk) -> tuple[str, int]:
-    """A plain-text chunk decoded whole, its last newline dropped, and how many of its lines are not empty: its
-    lines are its documents, numbered from `first_line` (empty ones are lines too, with no units)."""
+def plain_lines(chunk: Chunk) -> tuple[str, int, int]:
+    """A plain-text chunk decoded whole, its last newline dropped, how many of its lines are not empty (its
+    lines are its documents, numbered from `first_line`; empty ones are lines too, with no units) and how many
+    lines it has."""
     data = chunk.data[:-1] if chunk.data.endswith(b"\n") else chunk.data
     try:
         text = data.decode("utf-8")
@@ -488,12 +484,13 @@ def plain_lines(chunk: Chunk) -> tuple[str, int]:
         documents(chunk)  # names the line
         raise
     if not data:
-        return text, 0
+        return text, 0, 1 if chunk.data else 0
     newline = np.frombuffer(data, dtype=np.uint8) == 10
     # an empty line is a newline at the start, after a newline, or at the end (counted without a list of the
     # newlines' positions: most chunks have none)
     empty = int(np.count_nonzero(newline[1:] & newline[:-1])) + int(newline[0]) + int(newline[-1])
-    return text, int(np.count_nonzero(newline)) + 1 - empty
+    lines = int(np.count_nonzero(newline)) + 1
+    return text, lines - empty, lines
 
 
 def line_offsets(chunk: Chunk, numbers: list[int]) -> list[int]:

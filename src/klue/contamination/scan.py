@@ -162,7 +162,7 @@ class ChunkScanner:
                 shift_lines(part.findings, lines)
                 merge_findings(findings, part.findings)
                 count += part.documents
-                lines += piece.line_count()
+                lines += part.lines or 0
         except DataError as error:
             raise lines_moved(error, lines) from None
         return ChunkResult(chunk.file_index, chunk.consumed, count, findings, lines=lines,
@@ -179,12 +179,13 @@ class ChunkScanner:
             if len(hit):
                 findings = self._findings(chunk, ngrams, docs.lines, docs.offsets, ngrams.text[hit],
                                           ngrams.position[hit], keys)
-        return ChunkResult(chunk.file_index, chunk.consumed, len(docs.texts), findings)
+        return ChunkResult(chunk.file_index, chunk.consumed, len(docs.texts), findings,
+                           lines=docs.line_count if chunk.relative else None)
 
     def _scan_lines(self, chunk: Chunk) -> ChunkResult:
         """A plain-text chunk hashed whole (no list of lines to build and join again, measured 10-15% of a
         scan); its lines are split only where a hit needs them."""
-        text, count = plain_lines(chunk)
+        text, count, lines = plain_lines(chunk)
         findings: Findings = {}
         if count and len(self.index.keys):
             ngrams = self.hasher.line_ngrams(text)
@@ -195,7 +196,7 @@ class ChunkScanner:
                 offsets = line_offsets(chunk, numbers)
                 findings = self._findings(chunk, ngrams, {d: chunk.first_line + d for d in numbers},
                                           dict(zip(numbers, offsets)), doc_of, ngrams.position[hit], keys)
-        return ChunkResult(chunk.file_index, chunk.consumed, count, findings)
+        return ChunkResult(chunk.file_index, chunk.consumed, count, findings, lines=lines if chunk.relative else None)
 
     def _findings(self, chunk: Chunk, ngrams: Ngrams, lines: Mapping[int, int] | list[int],
                   offsets: Mapping[int, int] | list[int] | None, doc_of: np.ndarray, doc_position: np.ndarray,

@@ -30,7 +30,7 @@ def test_longest_match_and_covered_share_of_a_partial_copy(tmp_path: Path) -> No
     index = build_index(EXAMPLES, Settings())
     result = scan([corpus])
     found = result.findings[0]
-    assert found.longest == 9 and found.longest_text == " ".join(words[:9])
+    assert found.longest == 9 and index.text_of(0, found.longest_from, found.longest) == " ".join(words[:9])
     total = len(words) + len(SHORT.split()) + 1  # "다." splits: punctuation is a break
     assert covered_share(index, 0, found) == 9 / index.input_units(0) and index.input_units(0) >= total - 1
     row = example_json(index, 0, found)

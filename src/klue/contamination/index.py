@@ -93,6 +93,11 @@ class BenchmarkIndex:
                                      tuple(needles))
         return self._checks[example]
 
+    def text_of(self, example: int, at: tuple[int, int], units: int) -> str:
+        """The example's `units` units from `at` (input part, first unit), joined as a match's text."""
+        part, position = at
+        return self.settings.joiner.join(self.part_units[example][part][position:position + units])
+
     def input_units(self, example: int) -> int:
         return sum(len(u) for u in self.part_units[example])
 

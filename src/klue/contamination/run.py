@@ -36,7 +36,8 @@ from klue.io.progress import ProgressBar
 Executor = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 STATE_DIR = ".scan-state"  # per corpus file: its findings, for a resumed scan
-# a kept file state of another layout is scanned again (2: the file's `digest` replaced its sha256)
+# a kept file state of another layout is scanned again (2: the file's `digest` replaced its sha256, and a match's
+# place in the example its text)
 STATE_VERSION = 2
 SUMMARY_FILE = "summary.json"
 EXAMPLES_FILE = "examples.jsonl"
@@ -353,8 +354,10 @@ def example_json(index: BenchmarkIndex, example: int, found: Found | None) -> di
                 "units": index.input_units(example)}
     return {"guid": guid, "dirty_input": True, "dirty_with_answer": found.with_answer_at is not None,
             "longest_match": found.longest, "covered": round(covered_share(index, example, found), 4),
-            "first_match": {**found.first_at.to_json(), "text": found.first_text},
-            "longest_match_text": found.longest_text, "longest_match_at": found.longest_at.to_json(),
+            "first_match": {**found.first_at.to_json(), "text": index.text_of(example, found.first_from,
+                                                                              index.settings.n)},
+            "longest_match_text": index.text_of(example, found.longest_from, found.longest),
+            "longest_match_at": found.longest_at.to_json(),
             "with_answer_at": None if found.with_answer_at is None else found.with_answer_at.to_json(),
             "units": index.input_units(example)}
 

@@ -50,35 +50,39 @@ class Found:
 
     positions: dict[int, set[int]]  # input part -> first units of its n-grams found in the corpus
     longest: int  # the longest match, in units
-    longest_text: str
+    # where the matches are in the example, (input part, first unit): their texts are cut from the example's
+    # units when the outputs are written (`BenchmarkIndex.text_of`), not for each chunk that finds them
+    longest_from: tuple[int, int]
     longest_at: Location
     first_at: Location  # the first match in corpus order
-    first_text: str
+    first_from: tuple[int, int]
     with_answer_at: Location | None = None  # the first document holding the whole input and the answer
 
     def merge(self, other: Found) -> None:
         for part, positions in other.positions.items():
             self.positions.setdefault(part, set()).update(positions)
         if (other.longest, _reverse(other.longest_at)) > (self.longest, _reverse(self.longest_at)):
-            self.longest, self.longest_text, self.longest_at = other.longest, other.longest_text, other.longest_at
+            self.longest, self.longest_from, self.longest_at = other.longest, other.longest_from, other.longest_at
         if other.first_at < self.first_at:
-            self.first_at, self.first_text = other.first_at, other.first_text
+            self.first_at, self.first_from = other.first_at, other.first_from
         if other.with_answer_at is not None and (self.with_answer_at is None or other.with_answer_at <
                                                  self.with_answer_at):
             self.with_answer_at = other.with_answer_at
 
     def to_json(self) -> dict[str, Any]:
         return {"positions": {str(p): sorted(v) for p, v in self.positions.items()}, "longest": self.longest,
-                "longest_text": self.longest_text, "longest_at": self.longest_at.to_json(),
-                "first_at": self.first_at.to_json(), "first_text": self.first_text,
+                "longest_from": list(self.longest_from), "longest_at": self.longest_at.to_json(),
+                "first_at": self.first_at.to_json(), "first_from": list(self.first_from),
                 "with_answer_at": None if self.with_answer_at is None else self.with_answer_at.to_json()}
 
     @staticmethod
     def from_json(obj: dict[str, Any], file_index: int) -> Found:
         answer = obj.get("with_answer_at")
+        part, position = obj["longest_from"]
+        first_part, first_position = obj["first_from"]
         return Found({int(p): set(v) for p, v in obj["positions"].items()}, int(obj["longest"]),
-                     str(obj["longest_text"]), Location.from_json(obj["longest_at"], file_index),
-                     Location.from_json(obj["first_at"], file_index), str(obj["first_text"]),
+                     (int(part), int(position)), Location.from_json(obj["longest_at"], file_index),
+                     Location.from_json(obj["first_at"], file_index), (int(first_part), int(first_position)),
                      None if answer is None else Location.from_json(answer, file_index))
 
 
@@ -206,7 +210,7 @@ class ChunkScanner:
         code points already normalised for hashing (normalising the hit documents again, and decoding their
         lines, were a third of the hit path, measured)."""
         settings, index = self.index.settings, self.index
-        n, joiner, part_units = settings.n, settings.joiner, index.part_units
+        n, joiner = settings.n, settings.joiner
         hit_docs = np.unique(doc_of).tolist()
         doc_units = dict(zip(hit_docs, ngrams.units_in(hit_docs, settings.unit)))
         matches = self._checked(doc_units, doc_of, doc_position, keys)
@@ -229,7 +233,6 @@ class ChunkScanner:
         for k, hi in enumerate([*summary.examples[1:], len(doc_l)]):
             e = example_l[k]
             positions = summary.positions[k]
-            parts = part_units[e]
             r, size, f = summary.longest[k], summary.longest_units[k], summary.first[k]
             with_answer = None
             needed, needles = index.answer_check(e)
@@ -247,9 +250,8 @@ class ChunkScanner:
                     text = joined[d]
                     if all(needle in text for needle in needles):
                         with_answer = location(d)
-            findings[e] = Found(positions, size, joiner.join(parts[part_l[r]][position_l[r]:position_l[r] + size]),
-                                location(doc_l[r]), location(doc_l[f]),
-                                joiner.join(parts[part_l[f]][position_l[f]:position_l[f] + n]), with_answer)
+            findings[e] = Found(positions, size, (part_l[r], position_l[r]), location(doc_l[r]), location(doc_l[f]),
+                                (part_l[f], position_l[f]), with_answer)
         return findings
 
     def _checked(self, doc_units: dict[int, list[str]], doc_of: np.ndarray, doc_position: np.ndarray,

@@ -246,7 +246,10 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
                     rate = done_bytes / max(1e-9, time.perf_counter() - started) / 1e6
                     bar.update(done_bytes, info=f"{rate:,.1f} MB/s")
 
-                for reader, file_findings, documents in _scan_files(todo, submit, 2 * workers, advance):
+                # 4 chunks a worker in flight: results are taken in order, so a slow chunk at the head leaves a
+                # worker that is done with the next ones idle only once they are all done (a span is only its
+                # coordinates; a compressed file's chunk holds its 1 MB)
+                for reader, file_findings, documents in _scan_files(todo, submit, 4 * workers, advance):
                     record = FileRecord(reader.file.shown, reader.file.kind, reader.file.compression, reader.size,
                                         reader.digest, documents, False)
                     _keep(state_dir, reader.file_index, reader.file, fingerprint, options.text_field,

@@ -101,6 +101,9 @@ def upload(driver: Any, url: str, task: str, name: str, predictions: Path) -> in
     driver.find_element(By.ID, "name").send_keys(name)
     driver.find_element(By.ID, "predictions").send_keys(str(predictions))
     driver.find_element(By.ID, "send").click()
-    match = re.search(r"/submissions/(\d+)$", driver.current_url)
+    # The click returns before the form's answer has loaded on a loaded machine: wait for its page.
+    deadline = time.monotonic() + 60
+    while (match := re.search(r"/submissions/(\d+)$", driver.current_url)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert match, driver.current_url
     return int(match[1])

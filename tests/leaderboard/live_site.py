@@ -94,9 +94,17 @@ class LiveSite:
     tokens: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, root: Path, config: Path, db: str | None = None) -> LiveSite:
+    def create(cls, root: Path, config: Path, db: str | None = None,
+               users: Iterable[tuple[str, str, str | None, bool]] = ()) -> LiveSite:
+        """`klue leaderboard init ROOT --config CONFIG [--db DB]`, then `user add` for each of `users` (as
+        add_users takes them). Two processes: init configures Django for the directory it builds before
+        renaming it, so a `user add` in the same process would find Django set up for another path."""
         klue("leaderboard", "init", str(root), "--config", str(config), *(("--db", db) if db else ()))
-        return cls(root, db)
+        site = cls(root, db)
+        users = list(users)
+        if users:
+            site.add_users(users)
+        return site
 
     def add_user(self, name: str, team: str, password: str | None = None, admin: bool = False) -> str:
         env = {"KLUE_TEST_PASSWORD": password} if password else None

@@ -26,9 +26,9 @@ def test_locust_run_loses_nothing_and_holds_quota(tmp_path: Path) -> None:
     if importlib.util.find_spec("locust") is None:
         pytest.skip("locust absent: pip install locust")
     gold = write_nli_gold(tmp_path / "nli_dev.json", 200)
-    site = LiveSite.create(tmp_path / "site", write_config(tmp_path, tmp_path / "nli_dev.json", PER_DAY))
-    added = site.add_users((f"user{i}", f"team{i}", None, False) for i in range(TEAMS))
-    tokens = [added[f"user{i}"] for i in range(TEAMS)]
+    site = LiveSite.create(tmp_path / "site", write_config(tmp_path, tmp_path / "nli_dev.json", PER_DAY),
+                           users=[(f"user{i}", f"team{i}", None, False) for i in range(TEAMS)])
+    tokens = [site.tokens[f"user{i}"] for i in range(TEAMS)]
     files = [write_nli_predictions(gold, tmp_path / f"p{i}.jsonl", 0.6 + 0.1 * i, seed=i) for i in range(3)]
     server = LiveServer(site, workers=2, scorers=1).start()
     try:

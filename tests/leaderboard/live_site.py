@@ -307,8 +307,9 @@ class LocustRun:
 
 
 def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: int, seconds: int,
-               out_dir: Path) -> LocustRun:
-    """`locust --headless` against `server` (127.0.0.1 only), `users` users for `seconds` seconds."""
+               out_dir: Path, submits: int = 0) -> LocustRun:
+    """`locust --headless` against `server` (127.0.0.1 only), `users` users for `seconds` seconds, or (`submits`
+    above 0) until that many submissions were answered, `seconds` then being the cap."""
     import csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -317,7 +318,8 @@ def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: 
                "--csv", str(out_dir / "locust"), "--only-summary", "--stop-timeout", "30", "--loglevel", "WARNING"]
     answers_path = out_dir / "answers.json"
     env = {**os.environ, "KLUE_LOCUST_TOKENS": json.dumps(tokens),
-           "KLUE_LOCUST_FILES": json.dumps([str(f) for f in files]), "KLUE_LOCUST_OUT": str(answers_path)}
+           "KLUE_LOCUST_FILES": json.dumps([str(f) for f in files]), "KLUE_LOCUST_OUT": str(answers_path),
+           "KLUE_LOCUST_SUBMITS": str(submits)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 180, check=False)
     if not answers_path.is_file():
         raise AssertionError(f"locust wrote no answers (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")

@@ -412,8 +412,6 @@ def klue(*args: str | Path) -> Done:
     return klue_in_process(*map(str, args))
 
 
-@pytest.mark.slow
-@pytest.mark.longest
 def test_the_model_commands(site: Path, tiny_bert: Path, tmp_path: Path) -> None:
     done = klue("leaderboard", "model", "add", site, "tiny-bert", tiny_bert)
     assert done.returncode == 0, done.stderr
@@ -434,8 +432,7 @@ def test_the_model_commands(site: Path, tiny_bert: Path, tmp_path: Path) -> None
 # ------------------------------------------------------------------------------------------- real models
 
 
-@pytest.mark.slow
-@pytest.mark.longest
+@pytest.mark.slow  # the store reads and hashes 560 MB
 def test_real_e5_and_smollm2_enter_the_store_and_give_specs_the_families_accept(site: Path) -> None:
     from real_models import e5_and_smollm2_or_skip
 

@@ -8,6 +8,9 @@ benchmarks/RESULTS.md); both start the server on 127.0.0.1. Settings come from t
 - KLUE_LOCUST_FILES: JSON list of prediction files (task nli unless KLUE_LOCUST_TASK); each upload picks one.
 - KLUE_LOCUST_OUT: where to write, at the end, every answer of the submission endpoint: {"accepted": [[token
   index, id], ...], "refused": [[token index, error], ...], "other": [[status, text], ...]}.
+- KLUE_LOCUST_SUBMITS (optional): end the run once this many submissions were answered and every request kind
+  was answered once, with no request in flight (so every answer the server gave is recorded); --run-time stays
+  the cap. A bound by count, not time: the same run on an idle or a loaded machine.
 
     locust -f benchmarks/leaderboard_locustfile.py --headless --users 6 --spawn-rate 6 --run-time 10s \
         --host http://127.0.0.1:PORT --csv OUT/locust
@@ -22,13 +25,19 @@ import random
 from pathlib import Path
 from typing import Any
 
+import gevent
 from locust import HttpUser, between, events, task
+from locust.exception import StopUser
 
 TOKENS: list[str] = json.loads(os.environ.get("KLUE_LOCUST_TOKENS", "[]"))
 FILES: list[str] = json.loads(os.environ.get("KLUE_LOCUST_FILES", "[]"))
 TASK = os.environ.get("KLUE_LOCUST_TASK", "nli")
+SUBMITS = int(os.environ.get("KLUE_LOCUST_SUBMITS", "0"))  # 0: no bound but --run-time
 ANSWERS: dict[str, list[Any]] = {"accepted": [], "refused": [], "other": []}
 _next_user = itertools.count()  # locust runs the users as greenlets of one process: a plain counter is safe
+_answered: dict[str, int] = {"board_api": 0, "board_page": 0, "submit": 0}  # the same: greenlets, no lock
+_in_flight = [0]
+_ending = [False]
 
 
 class Participant(HttpUser):
@@ -41,16 +50,41 @@ class Participant(HttpUser):
         self.headers = {"Authorization": f"Bearer {TOKENS[self.team]}"}
         self.uploads = [(Path(f).name, Path(f).read_bytes()) for f in FILES]
 
+    def _begin(self) -> None:
+        """Before a request: none once the count is reached (this user stops)."""
+        if _ending[0]:
+            raise StopUser()
+        _in_flight[0] += 1
+
+    def _end(self, kind: str) -> None:
+        """After a request's answer: with KLUE_LOCUST_SUBMITS, end the run once the count is reached and the
+        last request in flight has its answer."""
+        _in_flight[0] -= 1
+        _answered[kind] += 1
+        if SUBMITS and _answered["submit"] >= SUBMITS and all(_answered.values()):
+            _ending[0] = True
+            if _in_flight[0] == 0 and self.environment.runner is not None:
+                gevent.spawn(self.environment.runner.quit)  # not from this user's greenlet, which quit stops
+
     @task(4)
     def board_api(self) -> None:
+        self._begin()
         self.client.get("/api/leaderboard", name="GET /api/leaderboard")
+        self._end("board_api")
 
     @task(2)
     def board_page(self) -> None:
+        self._begin()
         self.client.get("/", name="GET /")
+        self._end("board_page")
 
     @task(2)
     def submit(self) -> None:
+        self._begin()
+        self._send()
+        self._end("submit")
+
+    def _send(self) -> None:
         name, data = random.choice(self.uploads)
         with self.client.post("/api/submissions", headers=self.headers, data={"task": TASK, "name": "locust"},
                               files={"predictions": (name, data, "application/octet-stream")},

@@ -87,7 +87,16 @@ def log_in(driver: Any, url: str, user: str, password: str) -> None:
     driver.find_element(By.ID, "username").send_keys(user)
     driver.find_element(By.ID, "password").send_keys(password)
     driver.find_element(By.ID, "login").click()
-    assert driver.current_url.endswith("/team"), driver.page_source[:2000]
+    assert wait_url(driver, r"/team$"), driver.page_source[:2000]
+
+
+def wait_url(driver: Any, pattern: str, timeout: float = 60) -> re.Match[str] | None:
+    """The browser's address matched against `pattern` once it does (None after `timeout`): a click returns
+    before the form's answer has loaded on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while (match := re.search(pattern, driver.current_url)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return match
 
 
 def upload(driver: Any, url: str, task: str, name: str, predictions: Path) -> int:
@@ -101,6 +110,6 @@ def upload(driver: Any, url: str, task: str, name: str, predictions: Path) -> in
     driver.find_element(By.ID, "name").send_keys(name)
     driver.find_element(By.ID, "predictions").send_keys(str(predictions))
     driver.find_element(By.ID, "send").click()
-    match = re.search(r"/submissions/(\d+)$", driver.current_url)
+    match = wait_url(driver, r"/submissions/(\d+)$")
     assert match, driver.current_url
     return int(match[1])

@@ -72,11 +72,12 @@ def start_served(root: Path, extra_config: str = "", per_day: int = 5, users: tu
     root.mkdir(parents=True, exist_ok=True)
     gold_path = root / "nli_dev.json"
     gold = write_nli_gold(gold_path, N_EXAMPLES, seed=7)
-    site = LiveSite.create(root / "site", write_config(root, gold_path, per_day, extra=extra_config))
-    served = Served(site, LiveServer(site, workers=workers, scorers=1), gold, private_guids_of(gold_path), files=root)
     teams = {"alice": "Team A", "bob": "<script>alert(1)</script>", "root": "organisers"}
-    served.tokens.update(site.add_users([(user, teams[user], PASSWORD, user == "root") for user in users]
-                                        + [(user, team, None, False) for user, team in api_only]))
+    site = LiveSite.create(root / "site", write_config(root, gold_path, per_day, extra=extra_config),
+                           users=[(user, teams[user], PASSWORD, user == "root") for user in users]
+                           + [(user, team, None, False) for user, team in api_only])
+    served = Served(site, LiveServer(site, workers=workers, scorers=1), gold, private_guids_of(gold_path), files=root)
+    served.tokens.update(site.tokens)
     served.server.start()
     return served
 

@@ -94,9 +94,17 @@ class LiveSite:
     tokens: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, root: Path, config: Path, db: str | None = None) -> LiveSite:
+    def create(cls, root: Path, config: Path, db: str | None = None,
+               users: Iterable[tuple[str, str, str | None, bool]] = ()) -> LiveSite:
+        """`klue leaderboard init ROOT --config CONFIG [--db DB]`, then `user add` for each of `users` (as
+        add_users takes them). Two processes: init configures Django for the directory it builds before
+        renaming it, so a `user add` in the same process would find Django set up for another path."""
         klue("leaderboard", "init", str(root), "--config", str(config), *(("--db", db) if db else ()))
-        return cls(root, db)
+        site = cls(root, db)
+        users = list(users)
+        if users:
+            site.add_users(users)
+        return site
 
     def add_user(self, name: str, team: str, password: str | None = None, admin: bool = False) -> str:
         env = {"KLUE_TEST_PASSWORD": password} if password else None
@@ -299,8 +307,9 @@ class LocustRun:
 
 
 def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: int, seconds: int,
-               out_dir: Path) -> LocustRun:
-    """`locust --headless` against `server` (127.0.0.1 only), `users` users for `seconds` seconds."""
+               out_dir: Path, submits: int = 0) -> LocustRun:
+    """`locust --headless` against `server` (127.0.0.1 only), `users` users for `seconds` seconds, or (`submits`
+    above 0) until that many submissions were answered, `seconds` then being the cap."""
     import csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -309,7 +318,8 @@ def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: 
                "--csv", str(out_dir / "locust"), "--only-summary", "--stop-timeout", "30", "--loglevel", "WARNING"]
     answers_path = out_dir / "answers.json"
     env = {**os.environ, "KLUE_LOCUST_TOKENS": json.dumps(tokens),
-           "KLUE_LOCUST_FILES": json.dumps([str(f) for f in files]), "KLUE_LOCUST_OUT": str(answers_path)}
+           "KLUE_LOCUST_FILES": json.dumps([str(f) for f in files]), "KLUE_LOCUST_OUT": str(answers_path),
+           "KLUE_LOCUST_SUBMITS": str(submits)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 180, check=False)
     if not answers_path.is_file():
         raise AssertionError(f"locust wrote no answers (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")

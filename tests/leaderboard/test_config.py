@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from live_site import klue, write_nli_gold
 
+from cli_in_process import klue_in_process
 from klue.errors import DataError
 from klue.leaderboard.config import ModelLimits, ModelsConfig, Service, load_config
 from klue.leaderboard.service import read_config
@@ -106,12 +107,13 @@ def test_the_registry_names_the_tasks(tmp_path: Path) -> None:
     assert config.tasks[0].name == "nli"  # an alias: the registry knows it
 
 
-@pytest.mark.slow  # `klue leaderboard init` in a process of its own
 def test_init_refuses_a_bad_config_and_creates_nothing(tmp_path: Path) -> None:
     gold = tmp_path / "dev.json"
     write_nli_gold(gold, 20)
     config = write(tmp_path, f"title: t\ntasks:\n  nli: {{gold: {gold}}}\nquota: {{per_dai: 5}}\n")
-    done = klue("leaderboard", "init", str(tmp_path / "site"), "--config", str(config), check=False)
+    # In this process (tests/cli_in_process.py): the configuration is refused before Django is started, and the
+    # subject is the exit code, the message and the directory left uncreated, not the process.
+    done = klue_in_process("leaderboard", "init", str(tmp_path / "site"), "--config", str(config))
     assert done.returncode == 2
     assert "leaderboard.yaml:line 4" in done.stderr and "per_dai" in done.stderr
     assert not (tmp_path / "site").exists()

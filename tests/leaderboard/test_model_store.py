@@ -11,14 +11,13 @@ import json
 import os
 import pickle
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_hub import repo_of, serving
 
+from cli_in_process import Done, klue_in_process
 from klue.errors import DataError
 from klue.families import check_specs
 from klue.leaderboard import model_store
@@ -38,7 +37,6 @@ from klue.leaderboard.model_store import (
 
 ALL = FAMILY_NAMES
 OPEN = {"families": ALL, "has_private_part": True, "allow_endpoints": False}
-KLUE = [sys.executable, "-m", "klue"]
 
 
 def make_site(root: Path) -> Path:
@@ -408,13 +406,12 @@ def test_a_hub_model_is_fetched_into_the_site_and_checked(stocked: Path, tiny_be
 # ---------------------------------------------------------------------------------------------------- CLI
 
 
-def klue(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    return subprocess.run([*KLUE, *map(str, args)], capture_output=True, text=True, timeout=300, check=False, env=env)
+def klue(*args: str | Path) -> Done:
+    """In this process (tests/cli_in_process.py): the subject is what the commands print, exit with and leave
+    in the store (plain files, no Django), not their process; a process each cost about 1.5 CPU-s."""
+    return klue_in_process(*map(str, args))
 
 
-@pytest.mark.slow
-@pytest.mark.longest
 def test_the_model_commands(site: Path, tiny_bert: Path, tmp_path: Path) -> None:
     done = klue("leaderboard", "model", "add", site, "tiny-bert", tiny_bert)
     assert done.returncode == 0, done.stderr
@@ -435,8 +432,7 @@ def test_the_model_commands(site: Path, tiny_bert: Path, tmp_path: Path) -> None
 # ------------------------------------------------------------------------------------------- real models
 
 
-@pytest.mark.slow
-@pytest.mark.longest
+@pytest.mark.slow  # the store reads and hashes 560 MB
 def test_real_e5_and_smollm2_enter_the_store_and_give_specs_the_families_accept(site: Path) -> None:
     from real_models import e5_and_smollm2_or_skip
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,8 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from live_site import LiveServer, LiveSite, klue, write_nli_gold, write_nli_train
+from live_site import LiveServer, LiveSite, write_nli_gold, write_nli_train
 
+from cli_in_process import Done, klue_in_process
 from conftest import PASSWORD, csrf_of, private_guids_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
@@ -48,9 +48,8 @@ def model_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelSite]:
     config = base / "leaderboard.yaml"
     config.write_text("title: model site\ntasks:\n  nli: {gold: nli_dev.json, train: nli_train.json}\n"
                       f"quota: {{per_day: 6}}\n{SERVICE}{MODELS}", encoding="utf-8")
-    site = LiveSite.create(base / "site", config)
-    site.add_users([("mia", "Team M", PASSWORD, False), ("ned", "Team N", None, False), ("kim", "Team K", None, False),
-                    ("wes", "Team W", None, False)])
+    site = LiveSite.create(base / "site", config, users=[("mia", "Team M", PASSWORD, False), ("ned", "Team N", None, False),
+                                                          ("kim", "Team K", None, False), ("wes", "Team W", None, False)])
     server = LiveServer(site, workers=1, scorers=1).start()
     try:
         yield ModelSite(server, site, base, gold, private_guids_of(base / "nli_dev.json"))
@@ -58,9 +57,13 @@ def model_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelSite]:
         server.stop()
 
 
-def submit(ms: ModelSite, user: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return klue("submit", "--server", ms.server.url, *args, env={"KLUE_TOKEN": ms.site.tokens[user]}, check=check,
-                timeout=600)
+def submit(ms: ModelSite, user: str, *args: str, check: bool = True) -> Done:
+    """`klue submit` in this process (tests/cli_in_process.py): the subject is what it sends, prints and exits
+    with, not its process (a process each cost about 1.5 CPU-s)."""
+    done = klue_in_process("submit", "--server", ms.server.url, *args,
+                           environ={**os.environ, "KLUE_TOKEN": ms.site.tokens[user]})
+    assert not check or done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
 def private_texts(ms: ModelSite) -> list[str]:
@@ -101,8 +104,10 @@ def test_a_classic_model_is_run_scored_and_ranked_beside_a_file(model_site: Mode
 
     # The same cell by `klue benchmark` (same train and gold files, same seed): the same predictions, byte for byte.
     out = tmp_path / "bench"
-    klue("benchmark", "--tasks", "nli", "--model", "classic", "--train", str(ms.base / "nli_train.json"),
-         "--eval", str(ms.base / "nli_dev.json"), "--seeds", "1", "--out", str(out), timeout=600)
+    bench_run = klue_in_process("benchmark", "--tasks", "nli", "--model", "classic", "--train",
+                                str(ms.base / "nli_train.json"), "--eval", str(ms.base / "nli_dev.json"), "--seeds",
+                                "1", "--out", str(out))
+    assert bench_run.returncode == 0, bench_run.stdout + bench_run.stderr
     bench = out / "nli" / "classic" / "seed1" / "predictions.jsonl"
     job = ms.site.root / "jobs" / str(submission) / "predictions.jsonl"
     assert bench.read_bytes() == job.read_bytes()

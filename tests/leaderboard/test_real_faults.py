@@ -31,8 +31,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     base = tmp_path_factory.mktemp("fault-site")
     # Enough examples that a job runs long enough to be caught mid-way, still seconds in all.
     gold = write_nli_gold(base / "nli_dev.json", 5000)
-    site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", per_day=5, extra=SERVICE))
-    site.add_users((name, f"team-{name}", None, False) for name in ("worker", "crash", "lock"))
+    site = LiveSite.create(base / "site", write_config(base, base / "nli_dev.json", per_day=5, extra=SERVICE),
+                           users=[(name, f"team-{name}", None, False) for name in ("worker", "crash", "lock")])
     for i in range(4):
         write_nli_predictions(gold, base / f"p{i}.jsonl", accuracy=0.5 + 0.1 * i, seed=i)
     server = LiveServer(site, workers=1, scorers=1).start()

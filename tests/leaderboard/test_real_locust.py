@@ -1,5 +1,6 @@
-"""A bounded locust run against the live server (issue 38, "Real parts in tests"): a few users for a few
-seconds on 127.0.0.1, two per team, reading the board and sending files as fast as they can. Every accepted
+"""A bounded locust run against the live server (issue 38, "Real parts in tests"): a few users on 127.0.0.1,
+two per team, reading the board and sending files as fast as they can until SUBMITS submissions were answered
+(a count, not a time: enough on a loaded machine, no more on an idle one). Every accepted
 submission is stored and scored once, none twice; each team's quota holds exactly; the board's latency is
 recorded (printed, and in the test's tmp dir as locust_stats.csv).
 """
@@ -18,6 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.longest]
 PER_DAY = 3
 TEAMS = 2
 USERS = 4  # two users per team race for its quota
+SUBMITS = TEAMS * PER_DAY + 2  # answered submissions: one team at least tries past its quota, whatever the draw
 
 
 def test_locust_run_loses_nothing_and_holds_quota(tmp_path: Path) -> None:
@@ -26,13 +28,13 @@ def test_locust_run_loses_nothing_and_holds_quota(tmp_path: Path) -> None:
     if importlib.util.find_spec("locust") is None:
         pytest.skip("locust absent: pip install locust")
     gold = write_nli_gold(tmp_path / "nli_dev.json", 200)
-    site = LiveSite.create(tmp_path / "site", write_config(tmp_path, tmp_path / "nli_dev.json", PER_DAY))
-    added = site.add_users((f"user{i}", f"team{i}", None, False) for i in range(TEAMS))
-    tokens = [added[f"user{i}"] for i in range(TEAMS)]
+    site = LiveSite.create(tmp_path / "site", write_config(tmp_path, tmp_path / "nli_dev.json", PER_DAY),
+                           users=[(f"user{i}", f"team{i}", None, False) for i in range(TEAMS)])
+    tokens = [site.tokens[f"user{i}"] for i in range(TEAMS)]
     files = [write_nli_predictions(gold, tmp_path / f"p{i}.jsonl", 0.6 + 0.1 * i, seed=i) for i in range(3)]
     server = LiveServer(site, workers=2, scorers=1).start()
     try:
-        run = run_locust(server, tokens, files, users=USERS, seconds=5, out_dir=tmp_path / "locust")
+        run = run_locust(server, tokens, files, users=USERS, seconds=120, out_dir=tmp_path / "locust", submits=SUBMITS)
         print({name: {k: round(v, 1) for k, v in figures.items()} for name, figures in run.stats.items()})
         assert run.answers["other"] == [], run.answers["other"]  # only 201 and the quota's 429
         accepted = [pk for _, pk in run.answers["accepted"]]
@@ -43,6 +45,7 @@ def test_locust_run_loses_nothing_and_holds_quota(tmp_path: Path) -> None:
         # machine let the users make), and the quota reached (the point of the run).
         assert all(per_team[t] == min(PER_DAY, attempts[t]) for t in range(TEAMS)), (per_team, attempts)
         assert max(attempts.values()) > PER_DAY, (attempts, run.stats)
+        assert sum(attempts.values()) >= SUBMITS, attempts  # the run ended on its count, not on the time cap
         assert all("quota" in error for _, error in run.answers["refused"])
         assert run.stats["GET /api/leaderboard"]["requests"] > 0 and run.stats["GET /"]["requests"] > 0
         assert run.stats["Aggregated"]["failures"] == 0

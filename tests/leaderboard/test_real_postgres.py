@@ -6,6 +6,7 @@ groups; and the quota holding exactly when one team's submissions arrive at once
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 
@@ -13,13 +14,14 @@ import pytest
 from live_site import (
     LiveServer,
     LiveSite,
-    klue,
     write_config,
     write_nli_gold,
     write_nli_predictions,
     write_nli_train,
 )
 from postgres import PostgresServer, postgres_server  # noqa: F401  # the fixture, by name
+
+from cli_in_process import Done, klue_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
 
@@ -35,9 +37,9 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory,
     config = write_config(base, base / "nli_dev.json", PER_DAY)
     config.write_text(config.read_text(encoding="utf-8").replace(
         "private_fraction: 0.5}", f"private_fraction: 0.5, train: {base / 'nli_train.json'}}}"), encoding="utf-8")
-    site = LiveSite.create(base / "site", config, db=postgres_server.new_database("lb"))
-    site.add_users((name, team, None, False) for name, team in (("alice", "Team A"), ("bob", "Team B"),
-                                                                 ("carol", "Team C")))
+    site = LiveSite.create(base / "site", config, db=postgres_server.new_database("lb"),
+                           users=[(name, team, None, False) for name, team in (("alice", "Team A"), ("bob", "Team B"),
+                                                                                ("carol", "Team C"))])
     for name, accuracy in (("good", 0.95), ("poor", 0.4)):
         write_nli_predictions(gold, base / f"{name}.jsonl", accuracy, seed=len(name))
     # Two web workers: the concurrent submissions below reach the database from two processes at once.
@@ -48,14 +50,22 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory,
         server.stop()
 
 
+def submit(server: LiveServer, user: str, *args: str) -> Done:
+    """`klue submit` in this process (tests/cli_in_process.py): the subject is the site's answer on PostgreSQL,
+    not the command's process (a process each cost about 1.5 CPU-s)."""
+    done = klue_in_process("submit", "--server", server.url, *args,
+                           environ={**os.environ, "KLUE_TOKEN": server.site.tokens[user]})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 def test_submit_and_rank_on_postgres(pg_server: LiveServer) -> None:
     site, base = pg_server.site, pg_server.site.root.parent
     assert not (site.root / "db.sqlite3").exists(), "--db postgresql:// must keep no SQLite file"
     answers = {}
     for user, predictions in (("alice", "good"), ("bob", "poor")):
-        done = klue("submit", "--server", pg_server.url, "--task", "nli", "--predictions",
-                    str(base / f"{predictions}.jsonl"), "--name", predictions, "--wait", "--json",
-                    env={"KLUE_TOKEN": site.tokens[user]})
+        done = submit(pg_server, user, "--task", "nli", "--predictions", str(base / f"{predictions}.jsonl"), "--name",
+                      predictions, "--wait", "--json")
         answers[user] = json.loads(done.stdout)
         assert answers[user]["status"] == "scored", answers[user]
         low, high = answers[user]["scores"]["interval"]
@@ -116,8 +126,7 @@ def test_quota_exact_under_concurrent_submissions_on_postgres(pg_server: LiveSer
 def test_a_model_submission_on_postgres(pg_server: LiveServer) -> None:
     """The model queue's locking (SELECT ... FOR UPDATE of the waiting jobs) and a job's run on PostgreSQL."""
     site = pg_server.site
-    done = klue("submit", "--server", pg_server.url, "--model", "classic", "--wait", "--json",
-                env={"KLUE_TOKEN": site.tokens["bob"]}, timeout=600)
+    done = submit(pg_server, "bob", "--model", "classic", "--wait", "--json")
     answer = json.loads(done.stdout)["submissions"][0]
     assert answer["status"] == "scored" and answer["job"]["state"] == "done", answer
     assert site.query("SELECT state, attempts FROM leaderboard_modeljob WHERE submission_id = %s",

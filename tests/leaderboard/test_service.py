@@ -11,8 +11,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 from browser import INTERVAL, browser, log_in, upload, wait_text  # noqa: F401  # browser: the fixture, by name
 from live_site import klue
 
+from cli_in_process import Done, klue_in_process
 from conftest import PASSWORD, Served, csrf_of, session
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest]
@@ -29,11 +28,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.longest]
 XSS = "<script>alert(1)</script>"
 
 
-def submit_cli(served: Served, user: str, predictions: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KLUE_TOKEN": served.tokens[user]}
-    return subprocess.run([sys.executable, "-m", "klue", "submit", "--server", served.server.url, "--task", "nli",
-                           "--predictions", str(predictions), *args], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
+def submit_cli(served: Served, user: str, predictions: Path, *args: str) -> Done:
+    """`klue submit` in this process (tests/cli_in_process.py): the subject is what it sends, prints and exits
+    with, not its process (a process each cost about 1.5 CPU-s)."""
+    return klue_in_process("submit", "--server", served.server.url, "--task", "nli", "--predictions",
+                           str(predictions), *args, environ={**os.environ, "KLUE_TOKEN": served.tokens[user]})
 
 
 def submit(served: Served, user: str, predictions: Path, name: str = "") -> dict[str, Any]:
@@ -115,11 +114,10 @@ def test_browser_logs_in_uploads_and_reads_the_rank(nli_server: Served, scored: 
 
 
 def test_final_submissions_are_marked_with_select(nli_server: Served, scored: dict[str, Any]) -> None:
-    env = {**os.environ, "KLUE_TOKEN": nli_server.tokens["bob"]}
+    environ = {**os.environ, "KLUE_TOKEN": nli_server.tokens["bob"]}
 
-    def select(pk: int) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "klue", "submit", "--server", nli_server.server.url, "--select",
-                               str(pk)], capture_output=True, text=True, env=env, timeout=120, check=False)
+    def select(pk: int) -> Done:
+        return klue_in_process("submit", "--server", nli_server.server.url, "--select", str(pk), environ=environ)
 
     assert select(scored["bob"]["id"]).returncode == 0
     assert nli_server.server.get(f"/api/submissions/{scored['bob']['id']}", nli_server.tokens["bob"]).json()["selected"]
@@ -160,9 +158,8 @@ def test_tokens(nli_server: Served, tmp_path: Path) -> None:
     stored = nli_server.site.query("SELECT digest FROM leaderboard_apitoken")
     assert (hashlib.sha256(token.encode()).hexdigest(),) in stored
     assert all(token not in row[0] for row in stored)
-    done = subprocess.run([sys.executable, "-m", "klue", "submit", "--server", nli_server.server.url, "--task", "nli",
-                           "--predictions", str(predictions)], capture_output=True, text=True, timeout=120,
-                          env={k: v for k, v in os.environ.items() if k != "KLUE_TOKEN"}, check=False)
+    done = klue_in_process("submit", "--server", nli_server.server.url, "--task", "nli", "--predictions",
+                           str(predictions), environ={k: v for k, v in os.environ.items() if k != "KLUE_TOKEN"})
     assert done.returncode == 2 and "KLUE_TOKEN" in done.stderr
 
 

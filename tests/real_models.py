@@ -62,6 +62,7 @@ def e5_and_smollm2_or_skip() -> tuple[Path, Path]:
     return e5, gguf
 
 
+@functools.cache
 def smollm2_in_process() -> Any:
     """SmolLM2's GGUF loaded in process (klue's `hf` backend, CPU), once per test process for the tests that only
     read from it (tests/llm/test_llm_real.py, tests/contamination/test_mink_real.py): transformers reads a GGUF

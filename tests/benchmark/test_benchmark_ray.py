@@ -33,7 +33,13 @@ from klue.results import read_results
 
 HERE = Path(__file__).resolve().parent
 KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
-REAL_TASKS = ("ner", "dp")  # classic baselines that train in seconds on a small slice, without Kiwi
+REAL_TASKS = ("ner", "dp")  # classic baselines that train in seconds on a small slice
+# One seed in the suite, not the default 1 (so a seed left behind on one executor would show): a cell costs
+# about 6 CPU s whatever the slice (a NER cell loads Kiwi twice, in its worker and in its CRF child; 4 local
+# cells took 26 CPU s on 100 sentences, 23 on 40), and the two cells still run side by side on the 2-CPU Ray.
+# benchmarks/ner_crf_under_load.sh runs the test at its figure's size (seeds 1,2) through this variable;
+# tests/tasks/test_tasks_baselines_structured.py keeps the deterministic test of issue 40's cause.
+SEEDS = tuple(int(s) for s in os.environ.get("KLUE_RAY_TEST_SEEDS", "2").split(","))
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +81,13 @@ def small_klue_dir(klue_data_dir: Path, root: Path) -> Path:
 def test_ray_cells_leave_the_same_scores_and_predictions_as_local_processes(
         ray_address: str, klue_data_dir: Path, tmp_path: Path) -> None:
     data = small_klue_dir(klue_data_dir, tmp_path / "data")
-    plans = {name: BenchmarkPlan(REAL_TASKS, ("classic",), (1, 2), tmp_path / name, protocol="local:dev-80-20",
+    plans = {name: BenchmarkPlan(REAL_TASKS, ("classic",), SEEDS, tmp_path / name, protocol="local:dev-80-20",
                                  data_dir=str(data)) for name in ("local", "ray")}
     local = run_benchmark(plans["local"], jobs=1)  # one worker process: one cold start on this small machine
     on_ray = run_benchmark(plans["ray"], ray=RayOptions())  # two cells at a time on the module's 2-CPU Ray
-    assert not local.failed and not on_ray.failed and len(on_ray.outcomes) == 4
-    assert scores(tmp_path / "ray") == scores(tmp_path / "local") and len(scores(tmp_path / "local")) == 4
+    n_cells = len(REAL_TASKS) * len(SEEDS)
+    assert not local.failed and not on_ray.failed and len(on_ray.outcomes) == n_cells
+    assert scores(tmp_path / "ray") == scores(tmp_path / "local") and len(scores(tmp_path / "local")) == n_cells
     for cell in plans["local"].cells():
         twin = tmp_path / "ray" / cell.path.relative_to(tmp_path / "local")
         assert (twin / "predictions.jsonl").read_bytes() == (cell.path / "predictions.jsonl").read_bytes()

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scan_helpers import ARTICLE, OTHER, SECOND, SHORT, corpus_lines, write_jsonl
 from typer.testing import CliRunner
 
+from cli_in_process import klue_in_process
 from klue.cli import app
 from klue.errors import DataError
 
 runner = CliRunner()
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]  # the entry point: DataError -> exit 2
 
 
 def kornli(path: Path) -> Path:
@@ -54,14 +52,13 @@ def test_char_unit_from_the_cli(tmp_path: Path) -> None:
     assert summary["settings"]["n"] == 25 and summary["tasks"]["nli"]["dirty_input"] == 1
 
 
-@pytest.mark.slow  # a klue process of its own: a few seconds
 def test_an_unreadable_corpus_exits_2_and_nothing_is_written(tmp_path: Path) -> None:
     bad = tmp_path / "corpus.txt"
     bad.write_bytes("한국어".encode("utf-16"))
     out = tmp_path / "out"
-    done = subprocess.run([*KLUE, "contamination", "scan", "--corpus", str(bad), "--tasks", "nli", "--eval",
-                           str(kornli(tmp_path / "xnli.dev.ko.tsv")), "--out", str(out)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    # through klue.cli.main in this process (tests/cli_in_process.py), the entry point that turns DataError into exit 2
+    done = klue_in_process("contamination", "scan", "--corpus", str(bad), "--tasks", "nli", "--eval",
+                           str(kornli(tmp_path / "xnli.dev.ko.tsv")), "--out", str(out))
     assert done.returncode == 2, done.stderr
     assert f"{bad}:line 1" in done.stderr and "UTF-16" in done.stderr
     assert not out.exists()

@@ -22,16 +22,23 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# One thread, for generation and for prompts (the server's own default for prompts is every CPU): the suite
+# runs on 2 xdist workers on 2 cores, where a second ggml thread spins waiting for a core. No test depends on
+# it: each compares a server with itself, or with transformers within a tolerance.
+THREADS = 1
+
+
 class LlamaServer:
     """`python -m llama_cpp.server --model MODEL` on a port of its own; the log goes to `log`."""
 
-    def __init__(self, model: Path, log: Path, *, threads: int = 2, n_ctx: int = 512,
+    def __init__(self, model: Path, log: Path, *, threads: int = THREADS, n_ctx: int = 512,
                  options: Sequence[str] = ()) -> None:
         self.model = model
         self.log = log
         self.port = free_port()
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                   "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), *options]
+                   "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+                   "--n_threads_batch", str(threads), *options]
         self._log_file = log.open("wb")
         self.process = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT,
                                         env={**os.environ, "OMP_NUM_THREADS": str(threads)})
@@ -41,10 +48,10 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     @classmethod
-    def start(cls, model: Path, log: Path, *, timeout_s: float = 90.0, n_ctx: int = 512,
+    def start(cls, model: Path, log: Path, *, timeout_s: float = 90.0, n_ctx: int = 512, threads: int = THREADS,
               options: Sequence[str] = ()) -> LlamaServer:
         """Start and wait until it answers; `options` are further server arguments (`--type_k 0`)."""
-        server = cls(model, log, n_ctx=n_ctx, options=options)
+        server = cls(model, log, threads=threads, n_ctx=n_ctx, options=options)
         try:
             server.wait_ready(timeout_s)
         except BaseException:

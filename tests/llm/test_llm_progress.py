@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import pytest
 
 pytest.importorskip("httpx", reason="the HTTP backend needs httpx: pip install 'klue[llm]'")
 
-import klue
+from cli_in_process import klue_in_process
 from fake_openai import FakeOpenAI
 from klue.tasks.nli import records as nli
 
@@ -29,11 +27,9 @@ def test_llm_prints_plain_progress_lines_into_a_log(fake_server: Callable[..., F
     train.write_text(json.dumps(pairs[:9], ensure_ascii=False), encoding="utf-8")
     evaluation.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "COLUMNS")}
-    env["PYTHONPATH"] = str(Path(klue.__file__).parents[1])
-    run = subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", "llm", "--model",
-                          f"openai:fake@{server.url}", "--tasks", "nli", "--train", str(train), "--eval",
-                          str(evaluation), "--out", str(tmp_path / "out"), "--jobs", "0"], capture_output=True,
-                         text=True, env=env, timeout=600, check=False)
+    # in this process (tests/cli_in_process.py), its stderr a file as a log's would be: not a terminal
+    run = klue_in_process("llm", "--model", f"openai:fake@{server.url}", "--tasks", "nli", "--train", str(train),
+                          "--eval", str(evaluation), "--out", str(tmp_path / "out"), "--jobs", "0", environ=env)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = [line for line in run.stderr.splitlines() if line.startswith(f"nli · openai:fake@{server.url}: ")]
     counts = [line.split(": ")[1].split(" ")[0] for line in lines]

@@ -37,17 +37,17 @@ def cells(out: Path) -> dict[str, Path]:
     return {p.parts[-4]: p.parent for p in out.rglob("results.json")}
 
 
-def rescored(task_name: str, cell: Path, data_dir: Path, extra: Path) -> dict[str, float]:
-    """The cell's predictions.jsonl scored again as `klue score` scores a file, against the same examples."""
+def rescored(task_name: str, cell: Path, data_dir: Path, extra: Path, protocol_slice: Any) -> dict[str, float]:
+    """The cell's predictions.jsonl scored again as `klue score` scores a file, against the same examples: the
+    protocol's data resolved by the session's `protocol_slice` (tests/conftest.py), read once per session."""
     from klue.benchmark.cells import choose_protocol
-    from klue.protocols import resolve
     from klue.scoring import score_predictions
 
     task = registry.get(task_name)
     results = read_results(cell / "results.json")
     roots = roots_from(str(data_dir), str(extra))
-    data = resolve(task, choose_protocol(task, results.protocol, roots), roots)
-    report = score_predictions(task, list(data.eval)[:results.n_eval], cell / "predictions.jsonl", results.metric_mode)
+    data = protocol_slice(task_name, 0, results.n_eval, choose_protocol(task, results.protocol, roots))
+    report = score_predictions(task, list(data.eval), cell / "predictions.jsonl", results.metric_mode)
     return {k: float(v) for k, v in report.report.scores.items()}
 
 
@@ -56,7 +56,7 @@ def rescored(task_name: str, cell: Path, data_dir: Path, extra: Path) -> dict[st
 @pytest.mark.realdata
 @pytest.mark.parametrize("shots", [0, 1])
 def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path, shared_data_dir: Path,
-                              tmp_path: Path) -> None:
+                              protocol_slice: Any, tmp_path: Path) -> None:
     out = tmp_path / "bench"
     # few-shot on all 8 tasks; zero-shot on one task of each kind (label, span, structure), to keep the suite short
     tasks = "all" if shots else "nli,ner,dp"
@@ -74,7 +74,8 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
         assert results.llm.prompt_version.startswith(task_name)
         expected_mode = registry.get(task_name).make_prompts(roots_from(str(klue_data_dir), str(shared_data_dir))).default_mode
         assert results.llm.mode == expected_mode
-        assert rescored(task_name, cell, klue_data_dir, shared_data_dir) == pytest.approx(results.scores, abs=1e-9)
+        assert rescored(task_name, cell, klue_data_dir, shared_data_dir, protocol_slice) == pytest.approx(
+            results.scores, abs=1e-9)
         outputs = [json.loads(line) for line in (cell / "llm_outputs.jsonl").read_text(encoding="utf-8").splitlines()]
         assert len(outputs) == LIMIT and all(len(o["shots"]) == shots for o in outputs)
     if shots == 0:
@@ -83,12 +84,13 @@ def test_all_tasks_end_to_end(shots: int, tiny_llama: Path, klue_data_dir: Path,
     # the same model beside a CPU baseline in one benchmark directory (one leaderboard)
     again = klue(*args)
     assert again.returncode == 0 and "already done" in again.stderr
-    # the baseline on the first 300 dev pairs alone (its local protocol), not on the whole dev file (or, where
-    # it is present, the official training file): the same leaderboard, a fraction of the CPU
+    # the baseline on the first 100 dev pairs alone (its local protocol), not on the whole dev file (or, where
+    # it is present, the official training file): the same leaderboard, a fraction of the CPU (Kiwi analyses
+    # every sentence it trains on)
     small = tmp_path / "small" / "klue-nli-v1.1"
     small.mkdir(parents=True)
     dev = json.loads((klue_data_dir / small.name / f"{small.name}_dev.json").read_text(encoding="utf-8"))
-    (small / f"{small.name}_dev.json").write_text(json.dumps(dev[:300], ensure_ascii=False), encoding="utf-8")
+    (small / f"{small.name}_dev.json").write_text(json.dumps(dev[:100], ensure_ascii=False), encoding="utf-8")
     beside = klue("benchmark", "--model", "classic", "--tasks", "nli", "--out", str(out), "--jobs", "0",
                   "--data-dir", str(small.parent), "--extra-data-dir", str(shared_data_dir))
     assert beside.returncode == 0, beside.stderr[-3000:]

@@ -34,14 +34,19 @@ CONTEXT = "문장: 한국어 문장은 참 좋다. 감정은? 답:"
 CHOICES = (" 긍정", " 부정", " 중립")
 
 
+# Korean prompts of `klue llm` are byte tokens here: 4,096 positions hold them. The module's one server has as
+# many (a second server for the end-to-end test cost a process start and a model load).
+CONTEXT_LENGTH = 4096
+
+
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_tiny_llama(tmp_path_factory.mktemp("gguf") / "tiny-llama.gguf")
+    return write_tiny_llama(tmp_path_factory.mktemp("gguf") / "tiny-llama.gguf", context=CONTEXT_LENGTH)
 
 
 @pytest.fixture(scope="module")
 def server(model_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    running = LlamaServer.start(model_file, tmp_path_factory.mktemp("server") / "server.log")
+    running = LlamaServer.start(model_file, tmp_path_factory.mktemp("server") / "server.log", n_ctx=CONTEXT_LENGTH)
     yield running
     running.stop()
 
@@ -168,25 +173,18 @@ def test_a_killed_server_resumes_through_the_cache_asking_only_what_is_missing(m
 
 
 @pytest.mark.realdata
-def test_klue_llm_over_http_end_to_end(klue_data_dir: Path, shared_data_dir: Path, tmp_path: Path) -> None:
+def test_klue_llm_over_http_end_to_end(server: LlamaServer, klue_data_dir: Path, shared_data_dir: Path,
+                                       tmp_path: Path) -> None:
     """`klue llm --model openai:...` on a real server: log-likelihood (NLI) and constrained/parsed generation
-    (NER, with its JSON schema) through the judge; the capability probe lands in results.json."""
-    import subprocess
-    import sys
-
+    (NER, with its JSON schema) through the judge; the capability probe lands in results.json. The command
+    runs in this process (tests/cli_in_process.py): its subject is the server's answers, not a process."""
+    from cli_in_process import klue_in_process
     from klue.results import read_results
 
-    long_context = write_tiny_llama(tmp_path / "tiny-4k.gguf", context=4096)  # Korean prompts in byte tokens
-    server = LlamaServer.start(long_context, tmp_path / "server.log", n_ctx=4096)
     out = tmp_path / "bench"
-    try:
-        run = subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", "llm", "--model",
-                              f"openai:tiny@{server.url}", "--tasks", "nli,ner", "--limit", "3", "--out", str(out),
-                              "--jobs", "0", "--form", "completion", "--data-dir", str(klue_data_dir),
-                              "--extra-data-dir", str(shared_data_dir)], capture_output=True, text=True, timeout=600,
-                             check=False)
-    finally:
-        server.stop()
+    run = klue_in_process("llm", "--model", f"openai:tiny@{server.url}", "--tasks", "nli,ner", "--limit", "3", "--out",
+                          str(out), "--jobs", "0", "--form", "completion", "--data-dir", str(klue_data_dir),
+                          "--extra-data-dir", str(shared_data_dir))
     assert run.returncode == 0, run.stderr[-3000:]
     modes = {}
     for path in out.rglob("results.json"):

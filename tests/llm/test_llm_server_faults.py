@@ -146,12 +146,12 @@ def test_nothing_is_cached_from_a_bad_answer_and_a_rerun_resumes(fake_server: St
 
 
 def _klue_llm(*args: str, tmp_path: Path) -> Any:
+    """`klue llm` through klue.cli.main in this process (tests/cli_in_process.py): the exit code and the lines
+    on stderr are the entry point's, without a process start and its imports (1-3 CPU s each)."""
     import json
     import os
-    import subprocess
-    import sys
 
-    import klue
+    from cli_in_process import klue_in_process
     from klue.tasks import nli
 
     def rows(n: int, part: str) -> list[dict[str, str]]:
@@ -163,10 +163,8 @@ def _klue_llm(*args: str, tmp_path: Path) -> Any:
     train, evaluation = tmp_path / "train.json", tmp_path / "eval.json"
     train.write_text(json.dumps(rows(12, "train"), ensure_ascii=False), encoding="utf-8")
     evaluation.write_text(json.dumps(rows(3, "dev"), ensure_ascii=False), encoding="utf-8")
-    env = os.environ | {"PYTHONPATH": str(Path(klue.__file__).parents[1]), "COLUMNS": "300"}
-    return subprocess.run([sys.executable, "-c", "from klue.cli import main; main()", "llm", "--tasks", "nli",
-                           "--train", str(train), "--eval", str(evaluation), "--out", str(tmp_path / "out"), "--jobs", "0",
-                           *args], capture_output=True, text=True, env=env, timeout=300, check=False)
+    return klue_in_process("llm", "--tasks", "nli", "--train", str(train), "--eval", str(evaluation), "--out",
+                           str(tmp_path / "out"), "--jobs", "0", *args, environ=os.environ | {"COLUMNS": "300"})
 
 
 @pytest.mark.slow

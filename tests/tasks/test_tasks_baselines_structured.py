@@ -107,7 +107,8 @@ def test_ner_features_are_the_same_per_position_and_in_batches() -> None:
 
 @pytest.mark.slow
 def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
-    """crfsuite shuffles with C `rand()`: whatever used it before must not change the model."""
+    """crfsuite shuffles with C `rand()`: whatever used it before must not change the model. Without Kiwi's
+    features (each CRF child would load Kiwi: about 3 CPU s a fit), which have nothing to do with `rand()`."""
     import ctypes
 
     from klue.tasks.ner.baseline import NerBaseline
@@ -115,7 +116,7 @@ def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     data = protocol_slice("ner", 150, 40)
 
     def tags(seed: int) -> list[tuple[str, ...]]:
-        baseline = NerBaseline(seed)
+        baseline = NerBaseline(seed, morpheme_features=False)
         baseline.fit(list(data.train), None)
         return [p.tags for p in baseline.predict(list(data.eval))]
 
@@ -163,9 +164,29 @@ def test_ner_training_is_the_same_while_another_thread_calls_rand(protocol_slice
 
 @pytest.mark.slow
 def test_mrc_chunks_change_nothing(protocol_slice, monkeypatch) -> None:
+    import hashlib
+
+    from sklearn import linear_model
+
     from klue.tasks.mrc import baseline as mrc
 
     data = protocol_slice("mrc", 80, 20)
+    fitted: dict[bytes, linear_model.LogisticRegression] = {}
+
+    class FitOnce(linear_model.LogisticRegression):
+        """lbfgs over 2**20 hashed weights was half of this test's CPU: a second fit on the very same rows and
+        labels (byte for byte; a fit is a function of them) takes the first one's model instead."""
+
+        def fit(self, X, y, sample_weight=None):
+            key = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in
+                                          (X.indptr, X.indices, X.data, np.asarray(y)))).digest()
+            if key in fitted:
+                self.__dict__.update(fitted[key].__dict__)
+                return self
+            fitted[key] = super().fit(X, y, sample_weight)
+            return self
+
+    monkeypatch.setattr(linear_model, "LogisticRegression", FitOnce)  # mrc.fit imports it from here
 
     def answers() -> list[str]:
         model = mrc.SpanRankerMrc(1)
@@ -175,3 +196,4 @@ def test_mrc_chunks_change_nothing(protocol_slice, monkeypatch) -> None:
     whole = answers()
     monkeypatch.setattr(mrc, "_CHUNK_QUESTIONS", 7)
     assert answers() == whole
+    assert len(fitted) == 1  # the training matrix built 7 questions at a time is the whole one, byte for byte

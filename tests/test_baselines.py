@@ -32,13 +32,13 @@ def test_a_task_without_a_baseline_is_a_clear_error() -> None:
 
 
 def test_run_writes_scored_predictions_and_results(protocol_slice, tmp_path: Path) -> None:
-    data = protocol_slice("ynat", 600, 200)
+    data = protocol_slice("ynat", 300, 100)
     results = run(RunRequest(registry.get("ynat"), "classic", data, 3, tmp_path))
     lines = (tmp_path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["guid"] for line in lines] == [r.guid for r in data.eval]
     written = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert written["scores"] == results.scores and written["protocol"] == "local:ynat-resplit"
-    assert written["protocol_official"] is False and written["n_train"] == 600
+    assert written["protocol_official"] is False and written["n_train"] == 300
     task = registry.get("ynat")
     assert written["metric_versions"] == {name: task.metric_spec(name).version for name in written["scores"]}
     assert not list(tmp_path.glob(".*.tmp"))  # nothing half-written left behind
@@ -98,7 +98,10 @@ def _fit_with_threads(threads: int, out: Path, n_records: int) -> str:
 @pytest.mark.slow
 def test_one_and_two_blas_threads_fit_the_same_baseline(tmp_path: Path) -> None:
     pytest.importorskip("kiwipiepy", reason="the NLI baseline needs Kiwi: pip install 'klue[baselines]'")
-    one, two = (_fit_with_threads(n, tmp_path / f"threads{n}", 1500) for n in (1, 2))
+    # 500 pairs: without the pin (single_threaded_numerics made a no-op in the script) one and two threads
+    # still give different digests at 500, as at 1,500 (measured 2026-12-07); the fixed cost of each process
+    # (imports, Kiwi's model) is most of the test.
+    one, two = (_fit_with_threads(n, tmp_path / f"threads{n}", 500) for n in (1, 2))
     assert one == two  # weights and predictions bit for bit (different with 2 BLAS threads before the pin)
 
 

@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
+from cli_in_process import Done, klue_in_process
 from run_fixtures import write_run
 
-KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
+
+def klue(*args: str) -> Done:
+    """In this process (tests/cli_in_process.py): the subject is the table, the JSON and the refusals, which
+    `klue.cli.main` writes and exits with as on the command line. (A subprocess here, with no PYTHONPATH in its
+    environment, ran the klue the shared virtualenv was installed from, not the one under test.)"""
+    return klue_in_process(*args, environ={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
 
 
-def klue(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KLUE, *args], capture_output=True, text=True, timeout=120, check=False,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
-
-
-def assert_refused(run: subprocess.CompletedProcess[str], phrase: str) -> None:
+def assert_refused(run: Done, phrase: str) -> None:
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("klue: error:") == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert phrase in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
-@pytest.mark.slow
 def test_table_names_the_better_run_and_json_holds_every_number(tmp_path: Path) -> None:
     write_run(tmp_path / "a", "strong", 1, accuracy=0.9)
     write_run(tmp_path / "b", "weak", 1, accuracy=0.6)

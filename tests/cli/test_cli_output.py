@@ -93,11 +93,19 @@ def test_benchmark_into_a_read_only_directory(read_only_dir: Path) -> None:
 @pytest.mark.slow
 def test_benchmark_on_a_disk_that_fills_up_stops_with_one_error(klue_data_dir: Path, shared_data_dir: Path,
                                                                 tmp_path: Path) -> None:
+    """The first 1,000 NLI dev pairs (whole premises): the cell's predictions (about 12 KB) fill the 12 KiB disk
+    in its worker process, as the whole file's did a 48 KiB one, at a third of the training."""
     from filesystems import full_disk
 
-    with full_disk(tmp_path / "disk", kib=48) as disk:
+    folder = "klue-nli-v1.1"
+    rows = json.loads((klue_data_dir / folder / f"{folder}_dev.json").read_text(encoding="utf-8"))
+    assert rows[999]["premise"] != rows[1000]["premise"]
+    data = tmp_path / "data"
+    (data / folder).mkdir(parents=True)
+    (data / folder / f"{folder}_dev.json").write_text(json.dumps(rows[:1000], ensure_ascii=False), encoding="utf-8")
+    with full_disk(tmp_path / "disk", kib=12) as disk:
         run = klue("benchmark", "--tasks", "nli", "--model", "classic", "--protocol", "local:dev-80-20",
-                   "--seeds", "1,2", "--jobs", "1", "--out", str(disk / "bench"), "--data-dir", str(klue_data_dir),
+                   "--seeds", "1,2", "--jobs", "1", "--out", str(disk / "bench"), "--data-dir", str(data),
                    "--extra-data-dir", str(shared_data_dir))
         assert_one_clear_error(run, "the disk is full")
         assert not [name for name in leftovers(disk) if name.endswith(".tmp")]

@@ -22,14 +22,27 @@ def nli_model(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> 
     return make_tiny_model_dir(tmp_path_factory.mktemp("nli-model"), "bert", texts, vocab_size=800, max_len=128)
 
 
+@pytest.fixture(scope="module")
+def nli_data(tmp_path_factory: pytest.TempPathFactory, klue_data_dir: Path) -> Path:
+    """A data directory in the official layout with the first 601 NLI dev pairs (whole premises): the local
+    split, the training steps and the files are the same as on the whole file, at a fifth of the evaluation."""
+    folder = "klue-nli-v1.1"
+    rows = json.loads((klue_data_dir / folder / f"{folder}_dev.json").read_text(encoding="utf-8"))
+    assert rows[600]["premise"] != rows[601]["premise"]
+    root = tmp_path_factory.mktemp("nli-data")
+    (root / folder).mkdir()
+    (root / folder / f"{folder}_dev.json").write_text(json.dumps(rows[:601], ensure_ascii=False), encoding="utf-8")
+    return root
+
+
 @pytest.mark.realdata
 @pytest.mark.slow
-def test_train_predict_score(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
+def test_train_predict_score(nli_model: Path, klue_data_dir: Path, nli_data: Path, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     runner = CliRunner()
     out = tmp_path / "run"
     result = runner.invoke(app, ["train", "--task", "klue-nli", "--model", str(nli_model), "--protocol",
-                                 "local:dev-80-20", "--data-dir", str(klue_data_dir), "--seed", "3", "--output",
+                                 "local:dev-80-20", "--data-dir", str(nli_data), "--seed", "3", "--output",
                                  str(out), "max_steps=2", "batch_size=8", "max_len=64", "evals_per_epoch=0",
                                  "progress=false"])
     assert result.exit_code == 0, result.output
@@ -85,13 +98,13 @@ def test_help_explains_train_and_predict() -> None:
 
 @pytest.mark.realdata
 @pytest.mark.slow
-def test_report_to_tensorboard_writes_the_learning_curve(nli_model: Path, klue_data_dir: Path, tmp_path: Path) -> None:
+def test_report_to_tensorboard_writes_the_learning_curve(nli_model: Path, nli_data: Path, tmp_path: Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     torch.set_num_threads(1)
     out = tmp_path / "run"
     result = CliRunner().invoke(app, ["train", "--task", "nli", "--model", str(nli_model), "--protocol",
-                                      "local:dev-80-20", "--data-dir", str(klue_data_dir), "--output", str(out),
+                                      "local:dev-80-20", "--data-dir", str(nli_data), "--output", str(out),
                                       "--report-to", "tensorboard", "max_steps=4", "batch_size=8", "max_len=64",
                                       "eval_steps=2", "logging_steps=1", "progress=false"])
     assert result.exit_code == 0, result.output

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import subprocess
 import sys
 
@@ -30,9 +33,13 @@ def test_tokenizers_give_offsets_and_special_tokens(arch: str, kind: str) -> Non
 
 @pytest.mark.slow
 def test_wordpiece_vocabulary_is_the_same_in_every_process() -> None:
+    """This process and two others, each with its own string-hash seed (what differs between processes)."""
     code = ("import hashlib, json; from klue.models.tiny import train_tokenizer; "
             f"t = train_tokenizer({TEXTS!r} * 3, 'bert', 'wordpiece', vocab_size=150); "
             "print(hashlib.sha1(json.dumps(sorted(t.get_vocab().items())).encode()).hexdigest())")
-    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-               for _ in range(3)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**env, "PYTHONHASHSEED": seed}).stdout.strip() for seed in ("1", "2")}
+    here = train_tokenizer(TEXTS * 3, "bert", "wordpiece", vocab_size=150)
+    digests.add(hashlib.sha1(json.dumps(sorted(here.get_vocab().items())).encode()).hexdigest())
     assert len(digests) == 1

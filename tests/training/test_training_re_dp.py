@@ -21,6 +21,9 @@ from klue.tasks.re.adapter import mark
 
 OVERFIT = {"learning_rate": 3e-3, "epochs": 25, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 128,
            "evals_per_epoch": 0, "save_checkpoints": False, "progress": False, "logging_steps": 10}
+# DP memorises 64 sentences in 10 epochs as in 25 (UAS and LAS 100 for bert, bert greedy without POS, roberta
+# with Kiwi POS; measured 2026-12-07) at about two thirds of the CPU of a run.
+DP_EPOCHS = {"epochs": 10}
 
 
 def train_on_themselves(task_name: str, records: list[Any], model_dir: Path, out: Path,
@@ -71,8 +74,10 @@ def test_word_token_ends_cover_every_word() -> None:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("arch", ["bert", "roberta"])
-@pytest.mark.parametrize("variant", [{}, {"head.markers": "typed"}, {"head.pooling": "cls", "epochs": 60}])
+# Each architecture (BERT: WordPiece, token types; RoBERTa: byte-level BPE) and each head option once: the
+# markers are added tokens, and the pooling reads the encoder's states, the same way for both architectures.
+@pytest.mark.parametrize(("arch", "variant"), [
+    ("bert", {}), ("roberta", {"head.markers": "typed"}), ("bert", {"head.pooling": "cls", "epochs": 60})])
 @pytest.mark.slow
 def test_tiny_models_memorise_64_re_examples(arch: str, variant: dict[str, Any],
                                              examples: Callable[[str], list[Any]],
@@ -117,15 +122,15 @@ def test_unknown_head_option_is_refused(examples: Callable[[str], list[Any]],
 
 
 @pytest.mark.realdata
+# Each architecture and each head option once (RoBERTa with the default gold POS tags is the pairing left out).
 @pytest.mark.parametrize(("arch", "variant"), [
-    ("bert", {}), ("roberta", {}), ("bert", {"head.pos": "none", "head.decoding": "greedy"}),
-    ("roberta", {"head.pos": "kiwi"})])
+    ("bert", {}), ("bert", {"head.pos": "none", "head.decoding": "greedy"}), ("roberta", {"head.pos": "kiwi"})])
 @pytest.mark.slow
 def test_tiny_models_memorise_64_dp_sentences(arch: str, variant: dict[str, Any],
                                               examples: Callable[[str], list[Any]],
                                               tiny_model: Callable[[str, str], Path], tmp_path: Path) -> None:
     records = examples("dp")
-    results = train_on_themselves("dp", records, tiny_model("dp", arch), tmp_path / "run", **variant)
+    results = train_on_themselves("dp", records, tiny_model("dp", arch), tmp_path / "run", **DP_EPOCHS, **variant)
     print("dp", arch, variant, results.scores)
     assert results.scores["uas_micro_f1"] >= 95.0 and results.scores["las_micro_f1"] >= 90.0
     losses = [point.loss for point in results.learning_curve if point.loss is not None]
@@ -156,7 +161,7 @@ def test_dp_trains_on_ud_conllu_with_ud_labels(shared_data_dir: Path, tmp_path: 
     assert {r.label_set for r in records} == {"ud"}
     model_dir = make_tiny_model_dir(tmp_path / "m", arch="bert", texts=[r.sentence for r in records],
                                     vocab_size=2000, dropout=0.0, max_len=256)
-    results = train_on_themselves("dp", records, model_dir, tmp_path / "run")
+    results = train_on_themselves("dp", records, model_dir, tmp_path / "run", **DP_EPOCHS)
     assert results.scores["uas"] >= 95.0 and results.scores["las"] >= 90.0
     labels = json.loads((tmp_path / "run" / "best" / "klue_model.json").read_text())["head"]["labels"]
     assert set(labels) == {d for r in records for d in r.deprels}

@@ -1,6 +1,6 @@
 """The in-process backend: a transformers causal LM (`hf:NAME_OR_DIR`, or `hf:FILE.gguf`: a GGUF file loaded
-through transformers' GGUF support, dequantised to float32, its tokenizer from the same file, kept in memory
-only since transformers cannot save a GGUF-loaded model).
+through transformers' GGUF support, dequantised to float32, its tokenizer from the same file; converted once
+and read from klue's cache afterwards: `gguf_cache`).
 
 - Log-likelihood: the context is run once and its key/value cache reused for every continuation of that
   context (the choices of one example: 30 relation descriptions cost one context pass, not 30); contexts
@@ -48,12 +48,16 @@ def _fingerprint(name: str, model: Any) -> str:
                else [path] if path.suffix.lower() == GGUF_SUFFIX and path.is_file() else [])
     if not weights:
         return f"hf-name:{name}"
+    return f"sha256:{_sha256(weights)}"
+
+
+def _sha256(files: Sequence[Path]) -> str:
     digest = hashlib.sha256()
-    for weight in weights:
+    for weight in files:
         with weight.open("rb") as handle:
             while chunk := handle.read(1 << 20):
                 digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
+    return digest.hexdigest()
 
 
 def _cache_arg() -> str:
@@ -137,19 +141,19 @@ def check_target(target: str) -> None:
 
 def _load(model_name: str) -> tuple[Any, Any]:
     """(tokenizer, model) of a hub name or directory, or of a GGUF file through transformers' GGUF support
-    (`gguf_file=`: the weights dequantised to float32, the tokenizer from the same file). A GGUF-loaded model
-    cannot be saved (save_pretrained refuses it), so it lives in memory only: klue never saves it."""
+    (the weights dequantised to float32, the tokenizer from the same file), converted once and read from
+    klue's cache afterwards (`gguf_cache`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from klue.llm.backends import gguf_cache
     from klue.models.loading import FILES_WITHOUT_CODE, WEIGHTS_WITHOUT_CODE
 
-    where: dict[str, Any] = {}
-    source = model_name
     if model_name.lower().endswith(GGUF_SUFFIX):
         path = Path(model_name).expanduser()
-        source, where = str(path.parent), {"gguf_file": path.name}
-    tokenizer = AutoTokenizer.from_pretrained(source, **where, **FILES_WITHOUT_CODE)
-    lm = cast(Any, AutoModelForCausalLM).from_pretrained(source, **where, **WEIGHTS_WITHOUT_CODE)
+        tokenizer, lm, _ = gguf_cache.load(path, _sha256([path]), FILES_WITHOUT_CODE, WEIGHTS_WITHOUT_CODE)
+        return tokenizer, lm
+    tokenizer = AutoTokenizer.from_pretrained(model_name, **FILES_WITHOUT_CODE)
+    lm = cast(Any, AutoModelForCausalLM).from_pretrained(model_name, **WEIGHTS_WITHOUT_CODE)
     return tokenizer, lm
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live_site import NLI_LABELS, LiveServer, LiveSite, write_config, write_nli_gold
+from live_site import NLI_LABELS, LiveServer, LiveSite, tls, write_config, write_nli_gold
 
 PASSWORD = "correct horse battery staple 42"
 N_EXAMPLES = 400
@@ -43,6 +43,7 @@ class Served:
     private_guids: set[str]
     tokens: dict[str, str] = field(default_factory=dict)
     files: Path = Path()
+    sessions: dict[tuple[str, str], httpx.Client] = field(default_factory=dict)  # `session`'s logged-in clients
 
     def predictions(self, public_accuracy: float, private_accuracy: float, seed: int, name: str = "") -> Path:
         rng = random.Random(seed)
@@ -111,8 +112,17 @@ def make_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
 
 
 def session(served: Served, user: str) -> httpx.Client:
-    """A browser-like client logged in through the login form (CSRF token included)."""
-    client = httpx.Client(base_url=served.server.url, timeout=60)
+    """A browser-like client logged in through the login form (CSRF token included); one per server and user,
+    kept for the tests after the first: each login hashes the password (PBKDF2, about 0.3 CPU-s on the server),
+    and what the tests read from a session does not depend on which test logged it in."""
+    key = (served.server.url, user)  # a restarted server has another port: a new login
+    if key not in served.sessions:
+        served.sessions[key] = _log_in(served, user)
+    return served.sessions[key]
+
+
+def _log_in(served: Served, user: str) -> httpx.Client:
+    client = httpx.Client(base_url=served.server.url, timeout=60, verify=tls())
     page = client.get("/login")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     assert token is not None

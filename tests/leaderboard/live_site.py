@@ -6,12 +6,14 @@ its users and its operators do (plus a read of the database, to count what is st
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import time
@@ -24,6 +26,14 @@ import httpx
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 START_TIMEOUT_S = 120.0  # the server's first answer; a loaded 2-core machine starts gunicorn slowly
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """One TLS context for every request of the tests (httpx's `verify`): httpx otherwise builds one per client,
+    loading the CA store, about 70 CPU-ms a request (each poll of `wait_scored` too) for a server on plain
+    http://127.0.0.1, where it is never used."""
+    return httpx.create_ssl_context()
 
 
 def free_port() -> int:
@@ -208,7 +218,8 @@ class LiveServer:
                 raise AssertionError(f"the server stopped at start (exit {self.process.returncode}):\n{text}")
             try:
                 # gunicorn's own line first: a /healthz answer alone might come from another test's server.
-                if f"Listening at: {self.url}" in text and httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200:
+                if f"Listening at: {self.url}" in text and httpx.get(
+                        f"{self.url}/healthz", timeout=5, verify=tls()).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -261,7 +272,7 @@ class LiveServer:
 
     def get(self, path: str, token: str | None = None, timeout: float = 60) -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.get(self.url + path, headers=headers, timeout=timeout)
+        return httpx.get(self.url + path, headers=headers, timeout=timeout, verify=tls())
 
     def submit(self, token: str, predictions: Path, task: str = "nli", name: str = "",
                timeout: float = 120) -> httpx.Response:
@@ -269,7 +280,7 @@ class LiveServer:
             return httpx.post(f"{self.url}/api/submissions", headers={"Authorization": f"Bearer {token}"},
                               data={"task": task, "name": name},
                               files={"predictions": (predictions.name, handle, "application/octet-stream")},
-                              timeout=timeout)
+                              timeout=timeout, verify=tls())
 
     def wait_scored(self, token: str, ids: Iterable[int], timeout: float = 180) -> dict[int, dict[str, Any]]:
         """Each submission's answer once it left the queue (scored, rejected or failed)."""

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from browser import INTERVAL, browser, log_in, upload, wait_text  # noqa: F401  # browser: the fixture, by name
-from live_site import klue
+from live_site import klue, tls
 
 from cli_in_process import Done, klue_in_process
 from conftest import PASSWORD, Served, csrf_of, session
@@ -151,7 +151,8 @@ def test_tokens(nli_server: Served, tmp_path: Path) -> None:
     predictions = nli_server.predictions(0.5, 0.5, 3)
     bad = nli_server.server.submit("x" * 43, predictions)
     assert bad.status_code == 401
-    none = httpx.post(f"{nli_server.server.url}/api/submissions", data={"task": "nli"}, timeout=30)
+    none = httpx.post(f"{nli_server.server.url}/api/submissions", data={"task": "nli"}, timeout=30,
+                      verify=tls())
     assert none.status_code == 401
     token = nli_server.tokens["alice"]
     assert len(token) >= 43  # 32 random bytes, URL-safe base64
@@ -173,7 +174,8 @@ def test_forms_need_csrf(nli_server: Served) -> None:
         sent = client.post("/submit", data={"task": "nli", "name": "form", "csrfmiddlewaretoken": csrf_of(client, "/submit")},
                            files={"predictions": handle})
     assert sent.status_code == 302 and re.match(r"/submissions/\d+", sent.headers["location"])
-    anonymous = httpx.post(f"{nli_server.server.url}/login", data={"username": "alice", "password": PASSWORD})
+    anonymous = httpx.post(f"{nli_server.server.url}/login", data={"username": "alice", "password": PASSWORD},
+                           verify=tls())
     assert anonymous.status_code == 403
 
 
@@ -196,7 +198,7 @@ def test_admin_pages_for_admins_only(nli_server: Served) -> None:
     root = session(nli_server, "root")
     page = root.get("/admin/")
     assert page.status_code == 200 and "Submissions" in page.text
-    assert httpx.get(f"{nli_server.server.url}/admin/", timeout=30).status_code == 302
+    assert httpx.get(f"{nli_server.server.url}/admin/", timeout=30, verify=tls()).status_code == 302
 
 
 def _bad_file(served: Served, name: str) -> Path:
@@ -252,7 +254,7 @@ def test_concurrent_attempts_keep_the_quota_exact(nli_server: Served) -> None:
 
 
 def test_login_attempts_are_rate_limited(nli_server: Served) -> None:
-    client = httpx.Client(base_url=nli_server.server.url, timeout=30)
+    client = httpx.Client(base_url=nli_server.server.url, timeout=30, verify=tls())
     codes = []
     for _ in range(6):
         codes.append(client.post("/login", data={"username": "bob", "password": "wrong",

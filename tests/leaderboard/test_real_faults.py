@@ -98,6 +98,8 @@ def test_database_locked_past_its_timeout_answers_503_and_klue_submit_retries(li
     token = site.tokens["lock"]
     holder = sqlite3.connect(site.root / "db.sqlite3", timeout=30, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
+    sender: threading.Thread | None = None
+    sent: list[Done] = []
     try:
         started = time.monotonic()
         busy = live.submit(token, base / "p2.jsonl", name="refused")
@@ -107,7 +109,6 @@ def test_database_locked_past_its_timeout_answers_503_and_klue_submit_retries(li
         assert waited >= BUSY_TIMEOUT_S - 0.2, f"answered after {waited:.1f} s, before the busy timeout"
         # `klue submit` in this process (tests/cli_in_process.py), on a thread while this one holds the lock: the
         # subject is what it sends and retries, not its process (a process costs about 1.5 CPU-s of imports).
-        sent: list[Done] = []
         sender = threading.Thread(target=lambda: sent.append(klue_in_process(
             "submit", "--server", live.url, "--task", "nli", "--predictions", str(base / "p2.jsonl"), "--name",
             "patient", "--json", environ={**os.environ, "KLUE_TOKEN": token})))
@@ -119,7 +120,8 @@ def test_database_locked_past_its_timeout_answers_503_and_klue_submit_retries(li
     finally:
         holder.execute("COMMIT")
         holder.close()
-    sender.join(timeout=120)
+        if sender is not None:  # its end, even when an assertion above failed: it holds this process's environ
+            sender.join(timeout=120)
     assert sent, "klue submit did not end within 120 s of the lock's release"
     out, err = sent[0].stdout, sent[0].stderr
     assert sent[0].returncode == 0 and "busy" in err, (out, err)

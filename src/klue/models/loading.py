@@ -299,6 +299,15 @@ class FinetunedModel:
         model.load_state_dict(_load_weights(self.path), strict=True)
 
 
+def load_finetuned_weights(path: Path, model: nn.Module) -> None:
+    """The weights of a `save_finetuned` directory, into `model`, which the caller built for it already (a
+    run reloading its best/ into the model it trained). `load_finetuned` would also build a fresh encoder
+    and load the tokenizer, which the caller has: for multilingual-e5 (a 250k vocabulary) about 8 CPU-s."""
+    if read_card(path) is None:
+        raise DataError(f"{path}: not a fine-tuned klue model (no {MODEL_CARD})", path)
+    model.load_state_dict(_load_weights(path), strict=True)
+
+
 def load_finetuned(path: Path) -> FinetunedModel:
     """A `save_finetuned` directory: encoder skeleton + tokenizer + card; the caller builds the head (its
     adapter knows how) and then calls `load_weights_into`."""

@@ -10,8 +10,16 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from klue.errors import DataError
 from klue.models.heads import IGNORE_INDEX, HeadSpec, build_head
-from klue.models.loading import ModelCard, load_encoder, load_finetuned, save_finetuned, uses_token_type_ids
+from klue.models.loading import (
+    ModelCard,
+    load_encoder,
+    load_finetuned,
+    load_finetuned_weights,
+    save_finetuned,
+    uses_token_type_ids,
+)
 from klue.models.tiny import make_tiny_model_dir
 
 TEXTS = ["경찰은 또 성매매 알선 자금을 관리한 박씨의 딸과 성매매 여성 김모씨 등을 입건했다.",
@@ -136,6 +144,13 @@ def test_saved_model_loads_back_identically(tiny: Path, tmp_path: Path) -> None:
     for a, b in zip(again.encoder.state_dict().values(), model.encoder.state_dict().values()):
         assert torch.equal(a, b)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # no temporary directories left
+    # A run reloads best/ into the model it trained: the weights only, into a model that differs before.
+    other = build_head(load_encoder(tiny).encoder, spec)
+    torch.nn.init.zeros_(other.out.weight)
+    load_finetuned_weights(tmp_path / "best", other)
+    assert all(torch.equal(a, b) for a, b in zip(other.state_dict().values(), model.state_dict().values()))
+    with pytest.raises(DataError, match="not a fine-tuned klue model"):
+        load_finetuned_weights(tiny, other)
 
 
 def test_trade_gold_log_probs_in_chunks_equal_the_full_distribution(tiny: Path, monkeypatch: pytest.MonkeyPatch

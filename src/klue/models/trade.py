@@ -172,10 +172,13 @@ class TradeHead(EncoderWithHead):
             outputs, _ = self.gru(self.dropout(inputs), start[example][None].contiguous())
             attention, p_gen = self.copy_and_switch(outputs, inputs, states, mask, example)
             gold = targets.clamp(min=0)
-            p_vocab = self.gold_log_vocab(outputs, gold).exp()
+            valid = targets != IGNORE_INDEX
+            # The vocabulary logits, the head's largest product, only at the steps that carry a loss (up to
+            # each value's end token): the padded steps are about half of a WoS batch's (rows, steps).
+            p_vocab = torch.zeros(gold.shape, dtype=torch.float32, device=gold.device).masked_scatter(
+                valid, self.gold_log_vocab(outputs[valid], gold[valid]).exp())
             p_copy = (attention * (input_ids[example][:, None, :] == gold[..., None])).sum(-1)
             nll = -torch.log((p_gen * p_vocab + (1 - p_gen) * p_copy).clamp_min(1e-12))
-            valid = targets != IGNORE_INDEX
             token_loss = torch.zeros(batch, device=loss.device).index_add(0, example, nll.masked_fill(~valid, 0).sum(1))
             tokens = torch.zeros(batch, device=loss.device).index_add(0, example, valid.sum(1).float())
             loss = loss + token_loss / tokens.clamp_min(1)

@@ -56,7 +56,7 @@ def _run(request: RunRequest, overrides: dict[str, Any], recipe: str | None,
         ModelCard,
         fit_embeddings,
         load_encoder,
-        load_finetuned,
+        load_finetuned_weights,
         uses_token_type_ids,
     )
     from klue.training.engine import BEST_DIR, Engine, make_accelerator
@@ -113,8 +113,7 @@ def _run(request: RunRequest, overrides: dict[str, Any], recipe: str | None,
 
     # Report from the best checkpoint (the last one if no evaluation ever improved, which cannot happen:
     # the first evaluation always sets the best).
-    best = load_finetuned(out_dir / BEST_DIR)
-    best.load_weights_into(accelerator.unwrap_model(engine.model))
+    load_finetuned_weights(out_dir / BEST_DIR, accelerator.unwrap_model(engine.model))
     predictions = engine.predict(protocol_data.eval, eval_features)
     if accelerator.is_main_process:
         write_predictions(out_dir / PREDICTIONS_FILE, task, protocol_data.eval, predictions, f"model {model!r}")

@@ -25,8 +25,13 @@ SKIP = re.compile(r"<!-- readme-test: skip, (?P<reason>.*?); (?P<test>tests/\S+)
 PRETRAINED = ("klue/roberta-base", "klue/roberta-large")
 # A few optimizer steps on short inputs: the commands' plumbing, not a model's quality.
 QUICK = ("max_steps=2", "batch_size=8", "max_len=64", "evals_per_epoch=0", "progress=false")
+# One seed: the seeds option is exercised by the benchmark tests. Eight LLM examples: one batch of the
+# in-process backend (--batch-size 8) instead of three; --limit itself is what the guide shows.
 SUBSTITUTIONS = {"--max-steps 10000": "--max-steps 3", "--config small": "--config tiny",
-                 "--seeds 1,2 ": "--seeds 1 "}  # one seed: the seeds option is exercised by the benchmark tests
+                 "--seeds 1,2 ": "--seeds 1 ", "--limit 20 ": "--limit 8 "}
+# Commands whose cells would run in a spawned worker process: run here instead (`--jobs 0`), where torch and
+# transformers are already imported; the worker pool is tested in tests/benchmark/test_benchmark_processes.py.
+CELL_COMMANDS = (["klue", "benchmark"], ["klue", "llm"])
 VARIABLE = re.compile(r"\$(\w+)")
 # The guide's slice of the real files: enough pairs for every label on both sides of a local split.
 GUIDE_PAIRS, KORSTS_LINES, CORPUS_LINES = 300, {"sts-train.tsv": 600, "sts-dev.tsv": 200}, 300
@@ -80,7 +85,7 @@ def test_every_skipped_block_names_a_test_that_exists() -> None:
 
 def adapt(command: str, tiny_model: Path, tiny_llama: Path, env: dict[str, str]) -> list[str]:
     """The README command as run here: variables expanded from `env` (one it lacks is an error), a tiny model
-    for a pretrained one (a tiny Llama for an `hf:` LLM), a few steps."""
+    for a pretrained one (a tiny Llama for an `hf:` LLM), a few steps, the cells in this process."""
     for long, short in SUBSTITUTIONS.items():
         command = command.replace(long, short)
     words = [VARIABLE.sub(lambda m: env[m.group(1)], w) for w in shlex.split(command)]
@@ -91,6 +96,8 @@ def adapt(command: str, tiny_model: Path, tiny_llama: Path, env: dict[str, str])
         words += QUICK
     if words[:2] == ["klue", "benchmark"]:
         words += [part for setting in QUICK for part in ("--override", setting)]
+    if words[:2] in CELL_COMMANDS and "--jobs" not in words and "--executor" not in words:
+        words += ["--jobs", "0"]
     return words
 
 

@@ -35,8 +35,8 @@ HERE = Path(__file__).resolve().parent
 KLUE = [sys.executable, "-c", "from klue.cli import main; main()"]
 REAL_TASKS = ("ner", "dp")  # classic baselines that train in seconds on a small slice
 # One seed in the suite, not the default 1 (so a seed left behind on one executor would show): a cell costs
-# about 6 CPU s whatever the slice (a NER cell loads Kiwi twice, in its worker and in its CRF child; 4 local
-# cells took 26 CPU s on 100 sentences, 23 on 40), and the two cells still run side by side on the 2-CPU Ray.
+# a few CPU s whatever the slice (4 local cells took 26 CPU s on 100 sentences, 23 on 40, when a NER cell
+# still loaded Kiwi in its CRF child too), and the two cells still run side by side on the 2-CPU Ray.
 # benchmarks/ner_crf_under_load.sh runs the test at its figure's size (seeds 1,2) through this variable;
 # tests/tasks/test_tasks_baselines_structured.py keeps the deterministic test of issue 40's cause.
 SEEDS = tuple(int(s) for s in os.environ.get("KLUE_RAY_TEST_SEEDS", "2").split(","))

@@ -103,10 +103,12 @@ def test_a_classic_model_is_run_scored_and_ranked_beside_a_file(model_site: Mode
     assert "private" not in answer  # hidden until reveal, as for a file
 
     # The same cell by `klue benchmark` (same train and gold files, same seed): the same predictions, byte for byte.
+    # The cell in this process (--jobs 0): a worker process would import klue's stack again for the same cell
+    # (executors run every cell through the same execute_cell; the pool is tested in tests/benchmark/).
     out = tmp_path / "bench"
     bench_run = klue_in_process("benchmark", "--tasks", "nli", "--model", "classic", "--train",
                                 str(ms.base / "nli_train.json"), "--eval", str(ms.base / "nli_dev.json"), "--seeds",
-                                "1", "--out", str(out))
+                                "1", "--out", str(out), "--jobs", "0")
     assert bench_run.returncode == 0, bench_run.stdout + bench_run.stderr
     bench = out / "nli" / "classic" / "seed1" / "predictions.jsonl"
     job = ms.site.root / "jobs" / str(submission) / "predictions.jsonl"

@@ -108,7 +108,7 @@ def test_ner_features_are_the_same_per_position_and_in_batches() -> None:
 @pytest.mark.slow
 def test_ner_pa_training_depends_on_the_seed_only(protocol_slice) -> None:
     """crfsuite shuffles with C `rand()`: whatever used it before must not change the model. Without Kiwi's
-    features (each CRF child would load Kiwi: about 3 CPU s a fit), which have nothing to do with `rand()`."""
+    features (loading Kiwi costs about 3 CPU s), which have nothing to do with `rand()`."""
     import ctypes
 
     from klue.tasks.ner.baseline import NerBaseline

@@ -19,7 +19,10 @@ call, and features are made chunk by chunk, so memory does not grow with the tra
 crfsuite trains in a child process (`python -m klue.tasks.ner.baseline`): its online trainers shuffle the
 sentences with the C library's process-wide `rand()`, and any other thread of the process calling `rand()`
 during training (a Ray worker's, under load) changes the order and the model. Alone in its process, the
-model depends on the data and the seed only (benchmarks/RESULTS.md, "NER's CRF in its own process").
+model depends on the data and the seed only (benchmarks/RESULTS.md, "NER's CRF in its own process"). Kiwi's
+analyses of the training sentences are made in `fit`'s process, which needs Kiwi to predict anyway, and
+written after the records in the job file chunk by chunk: the child never loads Kiwi (loading it and its
+first analysis cost 2-3 CPU-s a cell) and memory does not grow with the training set.
 """
 
 from __future__ import annotations
@@ -198,17 +201,28 @@ class NerBaseline:
         self._morphemes: MorphemeTagger | None = None  # Kiwi, loaded where features are made
         self._model: bytes | None = None
 
-    def _features(self, records: Sequence[NerRecord]) -> Iterator[list[list[str]]]:
-        """Each record's features, analysed `_CHUNK` sentences per Kiwi call (the feature lists of the
-        official train set at once would take gigabytes, so they are made chunk by chunk)."""
+    def _analyses(self, records: Sequence[NerRecord]) -> Iterator[list[tuple[list[str], list[str]]] | None]:
+        """Kiwi's per-character tags and forms of the records, one list per `_CHUNK` sentences (one Kiwi
+        call each); None for each chunk when the features leave morphemes out."""
         for first in range(0, len(records), _CHUNK):
-            chunk = records[first:first + _CHUNK]
             if not self._morpheme_features:
-                yield from (sentence_features(record.chars, None) for record in chunk)
+                yield None
                 continue
             if self._morphemes is None:
                 self._morphemes = MorphemeTagger()
-            analyses = self._morphemes.analyse_many([record.text for record in chunk])
+            yield self._morphemes.analyse_many([record.text for record in records[first:first + _CHUNK]])
+
+    def _features(self, records: Sequence[NerRecord],
+                  analysed: Iterator[list[tuple[list[str], list[str]]] | None] | None = None,
+                  ) -> Iterator[list[list[str]]]:
+        """Each record's features, chunk by chunk (the feature lists of the official train set at once would
+        take gigabytes); `analysed`: the chunks' analyses made elsewhere (`_analyses`), else Kiwi's here."""
+        chunks = self._analyses(records) if analysed is None else analysed
+        for first, analyses in zip(range(0, len(records), _CHUNK), chunks, strict=True):
+            chunk = records[first:first + _CHUNK]
+            if analyses is None:
+                yield from (sentence_features(record.chars, None) for record in chunk)
+                continue
             for record, (tags, forms) in zip(chunk, analyses, strict=True):
                 yield sentence_features(record.chars, tags, forms)
 
@@ -216,7 +230,10 @@ class NerBaseline:
         # `selection` is not used: hyper-parameters were tuned once on a split of the training data.
         with tempfile.TemporaryDirectory(prefix="klue-ner-crf-") as scratch:
             job, path = Path(scratch) / "job.pickle", Path(scratch) / "model.crfsuite"
-            job.write_bytes(pickle.dumps((self.seed, self._algorithm, self._morpheme_features, train)))
+            with job.open("wb") as handle:  # the records, then the analyses of those trained on, chunk by chunk
+                pickle.dump((self.seed, self._algorithm, self._morpheme_features, train), handle)
+                for analyses in self._analyses(_labelled(train)):
+                    pickle.dump(analyses, handle)
             import klue
 
             # This process's klue, wherever it was imported from (a worktree, a Ray worker's path).
@@ -229,13 +246,15 @@ class NerBaseline:
                                    + done.stderr[-4000:])
             self._model = path.read_bytes()
 
-    def train_here(self, train: list[NerRecord], path: Path) -> None:
-        """Train crfsuite in this process and save the model at `path` (the child process of `fit`)."""
+    def train_here(self, train: list[NerRecord], path: Path,
+                   analysed: Iterator[list[tuple[list[str], list[str]]] | None] | None = None) -> None:
+        """Train crfsuite in this process and save the model at `path` (the child process of `fit`);
+        `analysed`: the labelled records' analyses by chunk, as `_analyses` makes them (None: made here)."""
         import pycrfsuite
 
         trainer = pycrfsuite.Trainer(algorithm=self._algorithm, verbose=False)
-        labelled = [record for record in train if record.nonspace_tags]
-        for record, features in zip(labelled, self._features(labelled), strict=True):
+        labelled = _labelled(train)
+        for record, features in zip(labelled, self._features(labelled, analysed), strict=True):
             trainer.append(features, list(record.nonspace_tags))
         trainer.set_params(self._params)
         seed_c_random(self.seed)
@@ -263,10 +282,19 @@ def make_baseline(seed: int) -> NerBaseline:
     return NerBaseline(seed)
 
 
+def _labelled(records: Sequence[NerRecord]) -> list[NerRecord]:
+    """The records a CRF trains on: those with a non-space character."""
+    return [record for record in records if record.nonspace_tags]
+
+
 def _train_job(job: Path, model: Path) -> None:
-    # The records `fit` pickled a moment ago into its own temporary directory: no file from elsewhere.
-    seed, algorithm, morpheme_features, train = pickle.loads(job.read_bytes())
-    NerBaseline(seed, algorithm, morpheme_features).train_here(train, model)
+    # What `fit` pickled a moment ago into its own temporary directory (no file from elsewhere): the records,
+    # then one list of analyses per chunk of the labelled ones, read as training reaches them.
+    with job.open("rb") as handle:
+        seed, algorithm, morpheme_features, train = pickle.load(handle)
+        chunks = range(0, len(_labelled(train)), _CHUNK)
+        NerBaseline(seed, algorithm, morpheme_features).train_here(train, model,
+                                                                  (pickle.load(handle) for _ in chunks))
 
 
 if __name__ == "__main__":  # `fit`'s child process: JOB MODEL

@@ -153,8 +153,12 @@ def test_prepare_killed_then_rerun_gives_the_uninterrupted_shards(tokenizer_dir:
     workers: list[int] = []
 
     def ready() -> bool:
+        if not cut.is_dir() or len(list(cut.glob("shard-*"))) < 3:
+            return False
+        # The workers, read once they are writing shards: a scan of /proc at every 5 ms poll was most of
+        # this test's CPU.
         workers[:] = children_of(process.pid)
-        return cut.is_dir() and len(list(cut.glob("shard-*"))) >= 3
+        return True
 
     _kill_when(process, ready)
     assert not (cut / INDEX_FILE).exists() and len(list(cut.glob("shard-*"))) < 80  # killed half-way
@@ -173,7 +177,7 @@ def test_mlm_killed_then_rerun_resumes_at_the_exact_block(tokenizer_dir: Path, c
     torch.set_num_threads(1)
     shards = tmp_path / "shards"
     _prepare(tokenizer_dir, corpus, shards)
-    steps = 40
+    steps = 24  # the first checkpoint (step 4) leaves 20 steps in which to kill it
     whole = pretrain(_mlm(tokenizer_dir, tmp_path / "whole", data=shards, max_steps=steps, save_every=4,
                           log_every=4))
     cut = tmp_path / "cut"

@@ -18,10 +18,11 @@ from klue.results import read_results
 from klue.scoring import RunRequest
 
 # Tiny from-scratch models learn fast only at a high learning rate without warm-up; NER (13 tags per
-# character) and NLI (pairs) need more passes than YNAT and STS.
+# character) needs more passes than the others (NLI's RoBERTa: accuracy 100 in 25 epochs as in 40; NER
+# in 30 epochs: entity F1 80-89, in 45: 100; measured 2026-12-07).
 OVERFIT = {"learning_rate": 3e-3, "epochs": 25, "batch_size": 16, "warmup_ratio": 0.0, "max_len": 128,
            "evals_per_epoch": 0, "save_checkpoints": False, "progress": False, "logging_steps": 10}
-PER_TASK = {"nli": {"epochs": 40}, "ner": {"learning_rate": 5e-3, "epochs": 45}}
+PER_TASK = {"ner": {"learning_rate": 5e-3, "epochs": 45}}
 
 
 def memorise(task_name: str, arch: str, examples: Callable[[str], list[Any]],

@@ -77,7 +77,7 @@ def test_word_token_ends_cover_every_word() -> None:
 # Each architecture (BERT: WordPiece, token types; RoBERTa: byte-level BPE) and each head option once: the
 # markers are added tokens, and the pooling reads the encoder's states, the same way for both architectures.
 @pytest.mark.parametrize(("arch", "variant"), [
-    ("bert", {}), ("roberta", {"head.markers": "typed"}), ("bert", {"head.pooling": "cls", "epochs": 60})])
+    ("bert", {}), ("roberta", {"head.markers": "typed"}), ("bert", {"head.pooling": "cls", "epochs": 45})])
 @pytest.mark.slow
 def test_tiny_models_memorise_64_re_examples(arch: str, variant: dict[str, Any],
                                              examples: Callable[[str], list[Any]],
@@ -86,7 +86,8 @@ def test_tiny_models_memorise_64_re_examples(arch: str, variant: dict[str, Any],
     records = examples("re")
     results = train_on_themselves("re", records, tiny_model("re", arch), tmp_path / "run", **variant)
     print("re", arch, variant, results.scores)
-    # [CLS] pooling has to find both mentions through attention: a 2-layer model memorises more slowly.
+    # [CLS] pooling has to find both mentions through attention: a 2-layer model memorises more slowly
+    # (45 epochs: micro F1 92, 60: 100, measured 2026-12-07; 45 takes a quarter less CPU).
     floor = 80.0 if variant.get("head.pooling") == "cls" else 95.0
     assert results.scores["micro_f1"] >= floor
     assert results.training.added_tokens == 28

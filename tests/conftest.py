@@ -41,12 +41,17 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files that hold a `longest` test first, whole and in file order (a stable sort keeps the rest as
-    collected): with `--dist worksteal` the workers then share the long ones early and finish within seconds
-    of each other, where a long test collected last would leave one worker running alone (about 60 s of the
-    suite here). Whole files, so that a module-scoped fixture (a real fine-tune, a server) is built once."""
-    first = {item.path for item in items if item.get_closest_marker("longest") is not None}
-    items.sort(key=lambda item: item.path not in first)
+    """The files that hold a `longest` test first, whole, the costliest first (`longest(seconds=N)`: a file's
+    largest N; files without one keep file order after them), and the rest as collected (stable sorts): with
+    `--dist worksteal` the first worker starts on the long ones and the other takes the short ones from the
+    end of its queue, so both finish within seconds of each other, where a long test left last ran alone
+    (the killed fine-tune's 70 s, the end of the suite on 2026-12-07). Whole files, so that a module-scoped
+    fixture (a real fine-tune, a server) is built once."""
+    cost: dict[Path, float] = {}
+    for item in items:
+        for marker in item.iter_markers("longest"):
+            cost[item.path] = max(cost.get(item.path, 0.0), float(marker.kwargs.get("seconds", 0.0)))
+    items.sort(key=lambda item: (item.path not in cost, -cost.get(item.path, 0.0)))
 
 
 @pytest.fixture(scope="session")

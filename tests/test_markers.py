@@ -51,3 +51,26 @@ def test_not_slow_deselects_every_longest_test(tmp_path: Path) -> None:
     collected = [line for line in done.stdout.splitlines() if "::" in line]
     assert collected == ["test_sample.py::test_quick"], done.stdout
     assert "3 deselected" in done.stdout
+
+
+@pytest.mark.slow
+def test_longest_files_come_first_costliest_first(tmp_path: Path) -> None:
+    """The collection order the two workers share out: files holding a `longest` test first, the one with the
+    largest `seconds` first, then those without, then the rest as collected."""
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
+    files = {"test_a_quick.py": "def test_quick():\n    pass\n",
+             "test_b_long.py": "import pytest\n\n\n@pytest.mark.longest\ndef test_long():\n    pass\n",
+             "test_c_costly.py": "import pytest\n\n\n@pytest.mark.longest(seconds=90)\ndef test_costly():\n    pass\n",
+             "test_d_costlier.py": ("import pytest\n\npytestmark = pytest.mark.longest(seconds=5)\n\n\ndef test_one():\n"
+                                    "    pass\n\n\n@pytest.mark.longest(seconds=120)\ndef test_two():\n    pass\n")}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    ini = "[pytest]\nmarkers =\n    slow: slow\n    longest: longest\naddopts = --strict-markers\n"
+    (tmp_path / "pytest.ini").write_text(ini, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           "--collect-only", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert collected == ["test_d_costlier.py::test_one", "test_d_costlier.py::test_two", "test_c_costly.py::test_costly",
+                         "test_b_long.py::test_long", "test_a_quick.py::test_quick"], done.stdout

@@ -75,7 +75,7 @@ def small_klue_dir(klue_data_dir: Path, root: Path) -> Path:
     return root
 
 
-@pytest.mark.longest
+@pytest.mark.longest(seconds=40)
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_ray_cells_leave_the_same_scores_and_predictions_as_local_processes(

@@ -35,7 +35,7 @@ from conftest import private_guids_of
 from klue.benchmark.cells import model_slug
 from real_models import e5_and_smollm2_or_skip
 
-pytestmark = [pytest.mark.slow, pytest.mark.longest]
+pytestmark = [pytest.mark.slow, pytest.mark.longest(seconds=100)]
 
 N_TRAIN = 12  # training examples, whole premises
 SEED = 1

@@ -165,7 +165,7 @@ def test_states_carry_over_truncated_turns(sample: ProtocolData[WosTurn], model_
     assert set(adapter.decode(turns, features, outputs)[1].state) == {"숙소-주차 가능-yes"}
 
 
-@pytest.mark.longest
+@pytest.mark.longest(seconds=45)
 @pytest.mark.realdata
 def test_tiny_tracker_learns_the_dev_sample_within_the_ontology(
         sample: ProtocolData[WosTurn], model_dir: Path, ontology: dict[str, tuple[str, ...]], tmp_path: Path,

@@ -1,6 +1,7 @@
 """GGUF files read once (docs/llm.md, "GGUF files in process"): `hf:FILE.gguf` is loaded through transformers'
-GGUF support, which reads the file's fields three times and builds a tensor-name map once per tensor: about 20 s
-for the 94 MB SmolLM2-135M here, where the same float32 weights as safetensors load in 0.5 s. So the first load
+GGUF support, which reads the file's fields three times and builds a tensor-name map once per tensor: a process
+that loads the 98 MB SmolLM2-135M and scores three prompts spends 42 CPU-s here, 13 with the same float32 weights
+as safetensors (benchmarks/RESULTS.md, "GGUF files in process (issue 40)"). So the first load
 writes what transformers made of the file (float32 safetensors, config, tokenizer) to a cache directory named
 by the file's sha256 and the transformers version, and every later load reads that directory.
 

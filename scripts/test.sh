@@ -15,6 +15,6 @@ if [ "${1:-}" = "--fast" ]; then
   fast=(-m "not slow")
 fi
 # worksteal: an idle worker takes tests queued for the other; with the files that hold `longest` tests
-# collected first (tests/conftest.py) the two workers end together. Here, 2026-12-07, idle: 759 s (the
-# README's Testing section); --fast: 99 s.
+# collected first, costliest first (tests/conftest.py), the two workers end together. Here, 2026-12-07,
+# idle: 531 s (the README's Testing section); --fast: 104 s.
 exec .venv/bin/python -m pytest -q -n 2 --dist worksteal "${fast[@]}" "$@"

@@ -36,7 +36,7 @@ def test_the_second_load_reads_the_converted_copy_and_answers_the_same(tmp_path:
     monkeypatch.setenv(gguf_cache.CACHE_ENV, str(tmp_path / "cache"))
     path = write_tiny_llama(tmp_path / "tiny.gguf")
     first = HfBackend(str(path), cpu=True)
-    [copy] = list((tmp_path / "cache").iterdir())
+    [copy] = [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
     assert (copy / gguf_cache.COMPLETE).is_file() and (copy / gguf_cache.WEIGHTS).is_file()
     assert copy.name.startswith(first.fingerprint.removeprefix("sha256:"))  # keyed by the file's content
     written = {p.name: p.stat().st_mtime_ns for p in copy.iterdir()}
@@ -47,7 +47,7 @@ def test_the_second_load_reads_the_converted_copy_and_answers_the_same(tmp_path:
     # of the memory-mapped file, whose alignment changes the CPU kernels' rounding).
     monkeypatch.setenv(gguf_cache.CACHE_ENV, "off")
     assert answers(HfBackend(str(path), cpu=True)) == answers(first)
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [copy.name]  # no scratch folder left
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.is_dir()] == [copy.name]  # no scratch folder left
 
 
 def test_off_reads_the_file_every_time_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +63,7 @@ def test_a_damaged_copy_is_named_not_replaced(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv(gguf_cache.CACHE_ENV, str(tmp_path / "cache"))
     path = write_tiny_llama(tmp_path / "tiny.gguf")
     HfBackend(str(path), cpu=True)
-    [copy] = list((tmp_path / "cache").iterdir())
+    [copy] = [p for p in (tmp_path / "cache").iterdir() if p.is_dir()]
     (copy / "config.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(BackendError, match="cannot be read.*delete that folder"):
         HfBackend(str(path), cpu=True)
@@ -71,4 +71,27 @@ def test_a_damaged_copy_is_named_not_replaced(tmp_path: Path, monkeypatch: pytes
     (copy / gguf_cache.COMPLETE).unlink()
     with pytest.raises(BackendError, match="cannot keep its converted copy"):
         HfBackend(str(path), cpu=True)
-    assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".")]  # its scratch removed
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.is_dir() and p.name.startswith(".")]  # no scratch left
+
+
+def test_two_loads_at_once_convert_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second load waits for the first one's copy (the file lock), then reads it: one conversion."""
+    import threading
+
+    monkeypatch.setenv(gguf_cache.CACHE_ENV, str(tmp_path / "cache"))
+    path = write_tiny_llama(tmp_path / "tiny.gguf")
+    convert, calls = gguf_cache._convert, []
+
+    def counted(*args: object) -> None:
+        calls.append(args[0])
+        convert(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gguf_cache, "_convert", counted)
+    results: list[gguf_cache.Converted] = []
+    threads = [threading.Thread(target=lambda: results.append(gguf_cache.load(path, "1" * 64, {}, {})[2]))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and sorted(r.written for r in results) == [False, True]

@@ -7,8 +7,8 @@ by the file's sha256 and the transformers version, and every later load reads th
 
 Hand-written: transformers refuses `save_pretrained` on a GGUF-loaded model, so the weights are written with
 safetensors' `save_model` (which keeps tied tensors tied) and the config and tokenizer with their own savers.
-The directory appears whole or not at all (written beside, then renamed), so two processes converting the same
-file at once both end with one complete copy.
+The directory appears whole or not at all (written beside, then renamed), and a file lock beside it lets one
+process convert a file while the others wait for its copy.
 """
 
 from __future__ import annotations
@@ -74,9 +74,17 @@ def load(path: Path, file_sha256: str, files: dict[str, Any], weights: dict[str,
         model = AutoModelForCausalLM.from_pretrained(str(path.parent), **where, **weights)
         return tokenizer, model, Converted(None, written=False)
     directory = root / cache_key(file_sha256)
-    written = not (directory / COMPLETE).is_file()
-    if written:
-        _convert(path, directory, file_sha256, files, weights)
+    written = False
+    if not (directory / COMPLETE).is_file():
+        from filelock import FileLock
+
+        root.mkdir(parents=True, exist_ok=True)
+        # one conversion per file at a time: a second process (the other test worker, another leaderboard job)
+        # waits, then reads the first one's copy instead of spending the same minute again
+        with FileLock(str(root / f".{directory.name}.lock")):
+            if not (directory / COMPLETE).is_file():
+                _convert(path, directory, file_sha256, files, weights)
+                written = True
     # The first load reads the copy too, so every run computes with the same weights in the same memory.
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(directory), **files)

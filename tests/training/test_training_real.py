@@ -92,7 +92,7 @@ def test_klue_predict_applies_best(finetuned: Finetuned, tmp_path: Path) -> None
                       (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.mark.longest(seconds=95)  # with the session-shared fine-tune it waits for
+@pytest.mark.longest(seconds=95)  # about 70 s, and the session-shared fine-tune (25 s) it waits for
 @pytest.mark.realdata
 def test_a_killed_run_resumes_to_the_same_weights(finetuned: Finetuned, tmp_path: Path) -> None:
     from safetensors.torch import load_file

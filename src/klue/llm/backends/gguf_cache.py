@@ -69,9 +69,7 @@ def load(path: Path, file_sha256: str, files: dict[str, Any], weights: dict[str,
 
     root = cache_root()
     if root is None:
-        where = {"gguf_file": path.name}
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **where, **files)
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), **where, **weights)
+        tokenizer, model = _read_gguf(path, files, weights)
         return tokenizer, model, Converted(None, written=False)
     directory = root / cache_key(file_sha256)
     written = False
@@ -108,13 +106,19 @@ def _own_memory(model: Any) -> None:
             parameter.data = parameter.data.clone()
 
 
-def _convert(path: Path, directory: Path, file_sha256: str, files: dict[str, Any], weights: dict[str, Any]) -> None:
-    """What transformers makes of the GGUF file, written to `directory`."""
+def _read_gguf(path: Path, files: dict[str, Any], weights: dict[str, Any]) -> tuple[Any, Any]:
+    """(tokenizer, model) as transformers reads the GGUF file itself (`gguf_file=`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     where = {"gguf_file": path.name}
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **where, **files)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), **where, **weights)
+    return tokenizer, model
+
+
+def _convert(path: Path, directory: Path, file_sha256: str, files: dict[str, Any], weights: dict[str, Any]) -> None:
+    """What transformers makes of the GGUF file, written to `directory`."""
+    tokenizer, model = _read_gguf(path, files, weights)
     _write(directory, tokenizer, model, source=path, file_sha256=file_sha256)
     print(f"hf:{path}: converted once to float32 safetensors in {directory} "
           f"({_size_mb(directory):,.0f} MB); later loads read that ({CACHE_ENV}=off to keep nothing)",
@@ -127,7 +131,6 @@ def _write(directory: Path, tokenizer: Any, model: Any, *, source: Path, file_sh
 
     from safetensors.torch import save_model
 
-    directory.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
         save_model(model, str(scratch / WEIGHTS), metadata={"format": "pt"})

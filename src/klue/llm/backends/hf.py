@@ -39,13 +39,13 @@ TOKEN_SCORE_POSITIONS = 1024
 
 
 def _fingerprint(name: str, model: Any) -> str:
-    """The HF commit of a hub model, else a hash of the local weight files (what the weights are)."""
+    """The HF commit of a hub model, else a hash of the local weight files (what the weights are); a GGUF
+    file's is its sha256, taken where it is loaded (`_load`)."""
     commit = getattr(model.config, "_commit_hash", None)
     if commit:
         return f"hf-commit:{commit}"
     path = Path(name).expanduser()
-    weights = (sorted(p for p in path.glob("*") if p.suffix in (".safetensors", ".bin")) if path.is_dir()
-               else [path] if path.suffix.lower() == GGUF_SUFFIX and path.is_file() else [])
+    weights = sorted(p for p in path.glob("*") if p.suffix in (".safetensors", ".bin")) if path.is_dir() else []
     if not weights:
         return f"hf-name:{name}"
     return f"sha256:{_sha256(weights)}"
@@ -139,10 +139,10 @@ def check_target(target: str) -> None:
                                 "directory or a .gguf file)" if path.exists() else ""))
 
 
-def _load(model_name: str) -> tuple[Any, Any]:
-    """(tokenizer, model) of a hub name or directory, or of a GGUF file through transformers' GGUF support
-    (the weights dequantised to float32, the tokenizer from the same file), converted once and read from
-    klue's cache afterwards (`gguf_cache`)."""
+def _load(model_name: str) -> tuple[Any, Any, str]:
+    """(tokenizer, model, fingerprint) of a hub name or directory, or of a GGUF file through transformers' GGUF
+    support (the weights dequantised to float32, the tokenizer from the same file), converted once and read
+    from klue's cache afterwards (`gguf_cache`, keyed by the file's sha256: hashed once, for both)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from klue.llm.backends import gguf_cache
@@ -150,11 +150,12 @@ def _load(model_name: str) -> tuple[Any, Any]:
 
     if model_name.lower().endswith(GGUF_SUFFIX):
         path = Path(model_name).expanduser()
-        tokenizer, lm, _ = gguf_cache.load(path, _sha256([path]), FILES_WITHOUT_CODE, WEIGHTS_WITHOUT_CODE)
-        return tokenizer, lm
+        digest = _sha256([path])
+        tokenizer, lm, _ = gguf_cache.load(path, digest, FILES_WITHOUT_CODE, WEIGHTS_WITHOUT_CODE)
+        return tokenizer, lm, f"sha256:{digest}"
     tokenizer = AutoTokenizer.from_pretrained(model_name, **FILES_WITHOUT_CODE)
     lm = cast(Any, AutoModelForCausalLM).from_pretrained(model_name, **WEIGHTS_WITHOUT_CODE)
-    return tokenizer, lm
+    return tokenizer, lm, _fingerprint(model_name, lm)
 
 
 def open_backend(target: str, options: ServerOptions) -> HfBackend:
@@ -179,7 +180,7 @@ class HfBackend(base.BackendBase):
         check_loads_without_code(model_name)  # no pickle, no code the model ships: refused before any load
         try:
             with refusing_model_code(f"hf:{model_name}"):
-                self.tokenizer, self.lm = _load(model_name)
+                self.tokenizer, self.lm, self.fingerprint = _load(model_name)
         except (OSError, ValueError) as error:
             raise base.BackendError(f"hf:{model_name}: cannot load a causal LM and its tokenizer "
                                     f"({error})") from None
@@ -190,7 +191,6 @@ class HfBackend(base.BackendBase):
         self.cache_arg = _cache_arg()
         self.last_logits_only = _last_logits_only(self.lm)
         self.max_positions = int(getattr(self.lm.config, "max_position_embeddings", 0) or 1 << 30)
-        self.fingerprint = _fingerprint(model_name, self.lm)
         self.usage = base.Usage()
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token

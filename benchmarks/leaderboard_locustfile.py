@@ -7,7 +7,10 @@ benchmarks/RESULTS.md); both start the server on 127.0.0.1. Settings come from t
 - KLUE_LOCUST_TOKENS: JSON list of API tokens, one per team; user i takes token i mod len.
 - KLUE_LOCUST_FILES: JSON list of prediction files (task nli unless KLUE_LOCUST_TASK); each upload picks one.
 - KLUE_LOCUST_OUT: where to write, at the end, every answer of the submission endpoint: {"accepted": [[token
-  index, id], ...], "refused": [[token index, error], ...], "other": [[status, text], ...]}.
+  index, id], ...], "refused": [[token index, error], ...], "other": [[status, text], ...]}, and locust's final
+  figures per request name ("stats": {name: {"requests", "failures", "p50_ms", "p95_ms", "rps"}}, the total as
+  "Aggregated"). Taken when locust quits: its --csv file is rewritten only once a second, so a run shorter than
+  that leaves a file written before the first request.
 - KLUE_LOCUST_SUBMITS (optional): end the run once this many submissions were answered and every request kind
   was answered once, with no request in flight (so every answer the server gave is recorded); --run-time stays
   the cap. A bound by count, not time: the same run on an idle or a loaded machine.
@@ -104,4 +107,19 @@ class Participant(HttpUser):
 def _write_answers(environment: Any, **_: Any) -> None:
     out = os.environ.get("KLUE_LOCUST_OUT")
     if out:
-        Path(out).write_text(json.dumps(ANSWERS), encoding="utf-8")
+        record = {**ANSWERS, "stats": _final_figures(environment.stats)}
+        Path(out).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _final_figures(stats: Any) -> dict[str, dict[str, float | None]]:
+    """Per request name, and the total as "Aggregated": requests, failures, p50/p95 in ms (None without a
+    request), requests per second."""
+    figures: dict[str, dict[str, float | None]] = {}
+    for entry in [*stats.entries.values(), stats.total]:
+        answered = entry.num_requests > 0
+        figures[entry.name] = {
+            "requests": entry.num_requests, "failures": entry.num_failures,
+            "p50_ms": entry.get_response_time_percentile(0.5) if answered else None,
+            "p95_ms": entry.get_response_time_percentile(0.95) if answered else None,
+            "rps": entry.total_rps}
+    return figures

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import random
 import signal
@@ -321,8 +322,6 @@ def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: 
                out_dir: Path, submits: int = 0) -> LocustRun:
     """`locust --headless` against `server` (127.0.0.1 only), `users` users for `seconds` seconds, or (`submits`
     above 0) until that many submissions were answered, `seconds` then being the cap."""
-    import csv
-
     out_dir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--users", str(users),
                "--spawn-rate", str(users), "--run-time", f"{seconds}s", "--host", server.url,
@@ -334,10 +333,8 @@ def run_locust(server: LiveServer, tokens: list[str], files: list[Path], users: 
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 180, check=False)
     if not answers_path.is_file():
         raise AssertionError(f"locust wrote no answers (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
-    stats: dict[str, dict[str, float]] = {}
-    with (out_dir / "locust_stats.csv").open(encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            stats[row["Name"]] = {"requests": float(row["Request Count"]), "failures": float(row["Failure Count"]),
-                                  "p50_ms": float(row["50%"] or "nan"), "p95_ms": float(row["95%"] or "nan"),
-                                  "rps": float(row["Requests/s"])}
-    return LocustRun(json.loads(answers_path.read_text(encoding="utf-8")), stats, command)
+    record = json.loads(answers_path.read_text(encoding="utf-8"))
+    # The locustfile's own final figures: locust's --csv file may predate the last requests (rewritten once a second).
+    stats = {name: {key: math.nan if value is None else float(value) for key, value in figures.items()}
+             for name, figures in record.pop("stats").items()}
+    return LocustRun(record, stats, command)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from klue import registry
+from klue.contamination import kernel
 from klue.contamination.corpus import expand
 from klue.contamination.examples import examples_of
 from klue.contamination.index import Example, build_index
@@ -127,7 +128,11 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=10.0, help="corpus size (MB of UTF-8) after repeating")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--numpy", action="store_true",
+                        help="hash plain text with the numpy path, not the compiled pass (the figures before it)")
     args = parser.parse_args()
+    if args.numpy:
+        kernel.AVAILABLE = False
     roots = roots_from(None, None)
     if roots.extra is None:
         raise SystemExit("set KLUE_EXTRA_DATA_DIR (../shared/data)")
@@ -136,7 +141,8 @@ def main() -> None:
     natural = corpus_texts(roots.extra)
     planted = plant(natural, examples, random.Random(41))
     index = build_index(examples, Settings("word", 13, "gpt3"))
-    report: dict[str, Any] = {"examples": len(examples), "input_parts": sum(len(e.input) for e in examples)}
+    report: dict[str, Any] = {"examples": len(examples), "input_parts": sum(len(e.input) for e in examples),
+                              "hashing": "numba" if kernel.AVAILABLE else "numpy"}
     with tempfile.TemporaryDirectory() as tmp:
         for name, texts in (("natural", natural), ("planted", planted)):
             size = sum(len(t.encode()) + 1 for t in texts)

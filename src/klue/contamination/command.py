@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from klue.contamination import kernel
 from klue.contamination.corpus import expand
 from klue.contamination.examples import task_sets
 from klue.contamination.index import build_index
@@ -33,6 +34,9 @@ def run_scan_command(*, corpus: list[str], out: Path, text_field: str, tasks: st
     for line in skipped:
         console.print(f"skipped {line}", markup=False, highlight=False, soft_wrap=True)
     files = expand(corpus)
+    if not kernel.AVAILABLE and any(f.kind == "text" for f in files):
+        console.print("plain text is hashed with numpy: numba is not installed (pip install 'klue[contamination]' "
+                      "for the compiled pass, docs/contamination.md)", markup=False, highlight=False, soft_wrap=True)
     index = build_index([e for s in sets for e in s.examples], settings)
     options = ScanOptions(text_field, workers, chosen_executor)
     result = scan_corpus(index, files, options, out / STATE_DIR, progress=True)

@@ -123,24 +123,24 @@ def _span_lines(path: str, start: int, end: int, digest: Any = None) -> tuple[in
             cut = head.find(b"\n")
             if cut < 0 or start + cut == end:  # inside one line that started before this span
                 return end, b""
-            first, body = start + cut, head[cut + 1:]
+            first, body = start + cut, memoryview(head)[cut + 1:]
         else:
-            body = handle.read(end)
-            if len(body) != end:
+            head = handle.read(end)
+            if len(head) != end:
                 return None, b""
             if digest is not None:
-                digest.update(body)
-            first = 0
-        if body.endswith(b"\n") or not body:
-            return first, body
-        pieces = [body]
+                digest.update(head)
+            first, body = 0, memoryview(head)
+        if not body or body[-1] == 10:
+            return first, bytes(body) if len(body) < len(head) else head
+        pieces: list[bytes | memoryview] = [body]
         while block := handle.read(_TAIL_BLOCK):
             newline = block.find(b"\n")
             if newline >= 0:
-                pieces.append(block[:newline + 1])
+                pieces.append(memoryview(block)[:newline + 1])
                 break
             pieces.append(block)
-        return first, b"".join(pieces)
+        return first, b"".join(pieces)  # one copy of the span's bytes (a slice, then a join, cost two: measured)
 
 
 @dataclass(frozen=True)
@@ -493,12 +493,21 @@ def plain_lines(chunk: Chunk) -> tuple[str, int, int]:
     return text, lines - empty, lines
 
 
-def line_offsets(chunk: Chunk, numbers: list[int]) -> list[int]:
+def line_counts(byte_starts: np.ndarray) -> tuple[int, int]:
+    """`plain_lines`' counts (lines not empty, lines) from where each line of the chunk starts in its bytes, its
+    last newline dropped, and where they end (the compiled pass gives them: no pass over the bytes here)."""
+    lengths = np.diff(byte_starts)
+    lengths[:-1] -= 1  # each line but the last holds its newline
+    return int(np.count_nonzero(lengths)), len(lengths)
+
+
+def line_offsets(chunk: Chunk, numbers: list[int], byte_starts: np.ndarray | None = None) -> list[int]:
     """The byte offsets in the decompressed stream of lines of a plain-text chunk, by their number in it
-    (0-based): only the lines a hit needs."""
-    newlines = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == 10)
-    starts = np.concatenate(([0], newlines + 1))[numbers]
-    return ((chunk.first_offset or 0) + starts).tolist()
+    (0-based): only the lines a hit needs. `byte_starts`: where each line starts in the chunk, when known."""
+    if byte_starts is None:
+        newlines = np.flatnonzero(np.frombuffer(chunk.data, dtype=np.uint8) == 10)
+        byte_starts = np.concatenate(([0], newlines + 1))
+    return ((chunk.first_offset or 0) + byte_starts[numbers]).tolist()
 
 
 def _fields(texts: list[str], chunk: Chunk, lines: list[int]) -> list[str]:

@@ -44,6 +44,7 @@ class BenchmarkIndex:
     position_of: np.ndarray  # int64 per posting
     shift: int = 40  # bitmap slot of a hash: its top (64 - shift) bits
     bitmap: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
+    bits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8), repr=False)  # bitmap, 8 a byte
     _checks: dict[int, tuple[frozenset[int], tuple[str, ...]]] = field(default_factory=dict, repr=False,
                                                                        compare=False)
 
@@ -57,11 +58,14 @@ class BenchmarkIndex:
         self.shift = 64 - bits
         bitmap = np.zeros(1 << bits, dtype=bool)
         bitmap[(self.keys >> np.uint64(self.shift)).astype(np.int64)] = True
+        # packed for the compiled pass: 8x smaller, so most of it stays in the caches (its lookups are random)
+        self.bits = np.packbits(bitmap, bitorder="little")
         return bitmap
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["bitmap"] = np.zeros(0, dtype=bool)  # rebuilt on arrival: cheaper than sending 2**27 bytes
+        state["bits"] = np.zeros(0, dtype=np.uint8)
         state["_checks"] = {}
         return state
 

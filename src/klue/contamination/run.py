@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from klue.contamination import kernel
 from klue.contamination.corpus import BLOCK_BYTES, CHUNK_BYTES, Chunk, CorpusFile, CorpusReader
 from klue.contamination.examples import TaskSet
 from klue.contamination.index import BenchmarkIndex
@@ -87,6 +88,7 @@ class ScanResult:
     # what is not scanning)
     scan_cpu_seconds: float = 0.0
     main_cpu_seconds: float = 0.0
+    plain_text_hashing: str | None = None  # "numba" (the compiled pass), "numpy" (numba absent), None: no plain text
 
 
 # ------------------------------------------------------------------------------------------- executors
@@ -94,9 +96,9 @@ class ScanResult:
 _WORKER_SCANNER: list[ChunkScanner] = []  # a spawned worker's scanner, built once by its initializer
 
 
-def _start_worker(parent: int, index: BenchmarkIndex) -> None:
+def _start_worker(parent: int, index: BenchmarkIndex, compiled: bool) -> None:
     die_with_parent(parent)
-    _WORKER_SCANNER.append(ChunkScanner(index))
+    _WORKER_SCANNER.append(ChunkScanner(index, compiled))
 
 
 def _scan_in_worker(chunk: Chunk) -> ChunkResult:
@@ -117,20 +119,20 @@ def _done(function: Callable[[Chunk], ChunkResult], chunk: Chunk) -> Future[Chun
 
 
 @contextmanager
-def _executor(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Callable[[Chunk], Future[ChunkResult]],
-                                                                             int]]:
-    """(submit a chunk, the worker count)."""
+def _executor(index: BenchmarkIndex, options: ScanOptions, compiled: bool) -> Iterator[
+        tuple[Callable[[Chunk], Future[ChunkResult]], int]]:
+    """(submit a chunk, the worker count); `compiled`: the scanners load the compiled pass."""
     if options.executor == "ray":
-        with _ray_actors(index, options) as plan:
+        with _ray_actors(index, options, compiled) as plan:
             yield plan
         return
     if options.workers <= 1:
-        scanner = ChunkScanner(index)
+        scanner = ChunkScanner(index, compiled)
         yield (lambda chunk: _done(scanner.scan, chunk)), 1
         return
     # spawn, not fork: the parent may hold threads (Ray, torch) that a fork would copy half-way
     pool = ProcessPoolExecutor(options.workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(os.getpid(), index))
+                               initializer=_start_worker, initargs=(os.getpid(), index, compiled))
     try:
         # every worker started (and its index built) before the clock of the scan starts
         all(pool.map(_worker_ready, range(2 * options.workers)))
@@ -140,7 +142,7 @@ def _executor(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Cal
 
 
 @contextmanager
-def _ray_actors(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[Callable[[Chunk],
+def _ray_actors(index: BenchmarkIndex, options: ScanOptions, compiled: bool) -> Iterator[tuple[Callable[[Chunk],
                                                                                        Future[ChunkResult]], int]]:
     """Ray actors, each holding the index and its scanner (a task per chunk would unpickle the index each
     time); chunks go to them in turn. Ray is started here unless the caller already did."""
@@ -156,7 +158,7 @@ def _ray_actors(index: BenchmarkIndex, options: ScanOptions) -> Iterator[tuple[C
         workers = max(1, options.workers)
         actor = ray.remote(num_cpus=1)(ChunkScanner)
         index_ref = ray.put(index)
-        actors = [actor.remote(index_ref) for _ in range(workers)]
+        actors = [actor.remote(index_ref, compiled) for _ in range(workers)]
         ray.get([a.ready.remote() for a in actors])  # every actor up before the clock of the scan starts
         turn = iter(range(1 << 62))
         yield (lambda chunk: actors[next(turn) % workers].scan.remote(chunk).future()), workers
@@ -229,11 +231,14 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
     started = time.perf_counter()
     startup = 0.0
     total = sum(r.size for r in todo)
+    # plain text goes through the compiled pass where numba is installed (docs/contamination.md, "Why it is fast")
+    plain_text = any(r.file.kind == "text" for r in todo)
+    compiled = plain_text and kernel.AVAILABLE
     done_bytes = 0
     workers = 1
     scan_cpu = main_cpu = 0.0
     if todo:
-        with _executor(index, options) as (submit, workers):
+        with _executor(index, options, compiled) as (submit, workers):
             startup = time.perf_counter() - started
             started += startup
             main_cpu = -time.process_time()
@@ -261,7 +266,8 @@ def scan_corpus(index: BenchmarkIndex, files: list[CorpusFile], options: ScanOpt
             if workers == 1 and options.executor == "local":
                 main_cpu -= scan_cpu  # the chunks were scanned in this process
     return ScanResult(findings, [records[i] for i in range(len(files))], (finished if todo else started) - started,
-                      done_bytes, workers, startup, scan_cpu, main_cpu)
+                      done_bytes, workers, startup, scan_cpu, main_cpu,
+                      ("numba" if compiled else "numpy") if plain_text else None)
 
 
 @dataclass
@@ -405,7 +411,8 @@ def write_outputs(out: Path, index: BenchmarkIndex, task_sets: list[TaskSet], re
                 "startup_seconds": round(result.startup_seconds, 3), "bytes_scanned": result.bytes_scanned,
                 "cpu_seconds": {"scanning": round(result.scan_cpu_seconds, 3),
                                 "main_process": round(result.main_cpu_seconds, 3)},
-                "mb_per_s": round(result.bytes_scanned / max(result.seconds, 1e-9) / 1e6, 2), **run},
+                "mb_per_s": round(result.bytes_scanned / max(result.seconds, 1e-9) / 1e6, 2),
+                "plain_text_hashing": result.plain_text_hashing, **run},
     }
     write_json_atomic(out / SUMMARY_FILE, summary)
     return summary

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from klue.contamination.corpus import Chunk, documents, line_offsets, plain_lines
+from klue.contamination.corpus import Chunk, documents, line_counts, line_offsets, plain_lines
 from klue.contamination.index import BenchmarkIndex
 from klue.contamination.units import Hasher, Ngrams, tables
 from klue.errors import DataError, Problem
@@ -140,10 +140,15 @@ class ChunkResult:
 class ChunkScanner:
     """Scans chunks against one index (one per process: the hasher's power tables are reused)."""
 
-    def __init__(self, index: BenchmarkIndex) -> None:
+    def __init__(self, index: BenchmarkIndex, compiled: bool = False) -> None:
+        """`compiled`: plain text goes through the compiled pass (`kernel`, numba), loaded now (about 0.8 CPU-s
+        a process, measured: numba's import and its cached machine code) so a worker is ready when built."""
         self.index = index
         self.hasher = Hasher(index.settings)
+        self.compiled = compiled
         tables(index.settings.normalise)  # built now: a worker is ready when it is built
+        if compiled:
+            self.hasher.line_candidates(b"\n", index.bits, index.shift)
 
     def ready(self) -> bool:
         """True: the scanner is built (a Ray actor answers once its constructor ran)."""
@@ -188,16 +193,24 @@ class ChunkScanner:
 
     def _scan_lines(self, chunk: Chunk) -> ChunkResult:
         """A plain-text chunk hashed whole (no list of lines to build and join again, measured 10-15% of a
-        scan); its lines are split only where a hit needs them."""
-        text, count, lines = plain_lines(chunk)
+        scan), in one compiled pass over its bytes where numba is installed (`kernel`); its lines are split
+        only where a hit needs them."""
+        data = memoryview(chunk.data)[:len(chunk.data) - chunk.data.endswith(b"\n")]  # a view: no copy
+        ngrams = None
+        if self.compiled and data and len(self.index.keys):  # None when not UTF-8: plain_lines names the line
+            ngrams = self.hasher.line_candidates(data, self.index.bits, self.index.shift)
+        if ngrams is not None and ngrams.byte_starts is not None:
+            count, lines = line_counts(ngrams.byte_starts)
+        else:
+            text, count, lines = plain_lines(chunk)
+            ngrams = self.hasher.line_ngrams(text) if count and len(self.index.keys) else None
         findings: Findings = {}
-        if count and len(self.index.keys):
-            ngrams = self.hasher.line_ngrams(text)
+        if ngrams is not None:
             hit, keys = self.index.lookup(ngrams.hashes)
             if len(hit):
                 doc_of = ngrams.text[hit]
                 numbers = np.unique(doc_of).tolist()
-                offsets = line_offsets(chunk, numbers)
+                offsets = line_offsets(chunk, numbers, ngrams.byte_starts)
                 findings = self._findings(chunk, ngrams, {d: chunk.first_line + d for d in numbers},
                                           dict(zip(numbers, offsets)), doc_of, ngrams.position[hit], keys)
         return ChunkResult(chunk.file_index, chunk.consumed, count, findings, lines=lines if chunk.relative else None)

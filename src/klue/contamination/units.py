@@ -27,6 +27,7 @@ from typing import Literal
 
 import numpy as np
 
+from klue.contamination import kernel
 from klue.errors import DataError
 
 Unit = Literal["eojeol", "word", "char"]
@@ -248,6 +249,7 @@ class Ngrams:
     # units are cut from these, not normalised again (`units_in`)
     points: np.ndarray
     starts: np.ndarray
+    byte_starts: np.ndarray | None = None  # from the compiled pass: each line's first byte in the chunk, and the end
 
     def units_in(self, texts: list[int], unit: Unit) -> list[list[str]]:
         """The units of these texts (by their number in the batch), as `units_of` gives them."""
@@ -282,6 +284,47 @@ class Hasher:
     def line_ngrams(self, text: str) -> Ngrams:
         """The n-grams of each line of `text` (a line's index is its text number)."""
         return self._ngrams(*line_codepoints(text, self.settings.normalise))
+
+    def line_candidates(self, data: bytes | memoryview, bits: np.ndarray, shift: int) -> Ngrams | None:
+        """`line_ngrams(data.decode())` restricted to the n-grams a bitmap lets through (`bits`, 8 slots a byte,
+        a hash's slot its top 64 - `shift` bits; empty: every n-gram), from one compiled pass over the bytes
+        (`kernel`, numba); None if `data` is not UTF-8. Lines holding a character that NFC or a
+        multi-character fold changes are hashed here in Python, as `line_ngrams` does."""
+        settings, table = self.settings, tables(self.settings.normalise)
+        found = kernel.line_pass(data, table.flagged, settings.n, settings.unit == "char", _constants(settings.n),
+                                 bits, shift)
+        if found is None:
+            return None
+        if not len(found.python_lines):
+            return Ngrams(found.hashes, found.line, found.position, found.points, found.starts,
+                          found.byte_starts)
+        return self._python_lines(data, found, table, bits, shift)
+
+    def _python_lines(self, data: bytes | memoryview, found: kernel.LinePass, table: Tables, bits: np.ndarray,
+                      shift: int) -> Ngrams:
+        """The pass's findings with its lines needing Python composed, folded and hashed here, and their code
+        points put in place (the lines after them move by what they grew or shrank)."""
+        ends = np.append(found.starts[1:] - 1, len(found.points))
+        grown = np.zeros(len(found.starts), dtype=np.int64)
+        pieces, at = [], 0
+        hashes, lines, positions = [found.hashes], [found.line], [found.position]
+        for line in found.python_lines.tolist():
+            raw = bytes(data[found.byte_starts[line]:found.byte_starts[line + 1]]).removesuffix(b"\n")
+            fixed = unicodedata.normalize("NFC", raw.decode("utf-8")).casefold()
+            folded = table.fold[np.frombuffer(fixed.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
+            ngrams = self._ngrams(folded, np.zeros(1, dtype=np.int64))
+            keep = _let_through(ngrams.hashes, bits, shift)
+            hashes.append(ngrams.hashes[keep])
+            positions.append(ngrams.position[keep])
+            lines.append(np.full(len(hashes[-1]), line, dtype=np.int64))
+            start, end = int(found.starts[line]), int(ends[line])
+            pieces += [found.points[at:start], folded]
+            grown[line] = len(folded) - (end - start)
+            at = end
+        points = np.concatenate([*pieces, found.points[at:]])
+        starts = found.starts + np.concatenate(([0], np.cumsum(grown)[:-1]))
+        return Ngrams(np.concatenate(hashes), np.concatenate(lines), np.concatenate(positions), points, starts,
+                      found.byte_starts)
 
     def _ngrams(self, points: np.ndarray, starts: np.ndarray) -> Ngrams:
         if self.settings.unit == "char":
@@ -346,6 +389,20 @@ def _mix(values: np.ndarray) -> np.ndarray:
     values = values ^ (values >> np.uint64(30))
     values = values * _MIX
     return values ^ (values >> np.uint64(31))
+
+
+def _let_through(hashes: np.ndarray, bits: np.ndarray, shift: int) -> np.ndarray:
+    """Which hashes a packed bitmap (8 slots a byte, little end first; empty: all) lets through."""
+    if not len(bits):
+        return np.ones(len(hashes), dtype=bool)
+    slot = hashes >> np.uint64(shift)
+    return ((bits[slot >> np.uint64(3)] >> (slot & np.uint64(7))) & np.uint8(1)).astype(bool)
+
+
+@functools.cache
+def _constants(n: int) -> tuple[int, int, int, int]:
+    """The kernel's constants for n-grams of n units: both bases, the 64-bit one's inverse and its power n - 1."""
+    return (int(_BASE32), int(_BASE64), int(_inverse(_BASE64, 64)), pow(int(_BASE64), n - 1, 1 << 64))
 
 
 def _inverse(base: np.integer, bits: int) -> np.integer:

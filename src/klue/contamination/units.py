@@ -250,13 +250,18 @@ class Ngrams:
     points: np.ndarray
     starts: np.ndarray
     byte_starts: np.ndarray | None = None  # from the compiled pass: each line's first byte in the chunk, and the end
+    # from the compiled pass: the lines composed in Python, by number, with their code points (which `points`
+    # holds uncomposed: putting them in place copied the chunk's code points, 10% of a scan, measured)
+    composed: dict[int, np.ndarray] | None = None
 
     def units_in(self, texts: list[int], unit: Unit) -> list[list[str]]:
         """The units of these texts (by their number in the batch), as `units_of` gives them."""
         ends = np.append(self.starts[1:] - 1, len(self.points))  # one break before each next text
+        composed = self.composed or {}
         pieces = []
-        for start, end in zip(self.starts[texts].tolist(), ends[texts].tolist()):
-            pieces += [self.points[start:end], _NEWLINE]  # no newline is left in normalised code points
+        for text, start, end in zip(texts, self.starts[texts].tolist(), ends[texts].tolist()):
+            # no newline is left in normalised code points
+            pieces += [composed[text] if text in composed else self.points[start:end], _NEWLINE]
         # decoded at once, then cut: a decode per document cost 2-3x as much (measured)
         joined = np.concatenate(pieces).tobytes().decode("utf-32-le", "surrogatepass").split("\n")
         if unit == "char":
@@ -302,29 +307,22 @@ class Hasher:
 
     def _python_lines(self, data: bytes | memoryview, found: kernel.LinePass, table: Tables, bits: np.ndarray,
                       shift: int) -> Ngrams:
-        """The pass's findings with its lines needing Python composed, folded and hashed here, and their code
-        points put in place (the lines after them move by what they grew or shrank)."""
-        ends = np.append(found.starts[1:] - 1, len(found.points))
-        grown = np.zeros(len(found.starts), dtype=np.int64)
-        pieces, at = [], 0
-        hashes, lines, positions = [found.hashes], [found.line], [found.position]
-        for line in found.python_lines.tolist():
-            raw = bytes(data[found.byte_starts[line]:found.byte_starts[line + 1]]).removesuffix(b"\n")
-            fixed = unicodedata.normalize("NFC", raw.decode("utf-8")).casefold()
-            folded = table.fold[np.frombuffer(fixed.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)]
-            ngrams = self._ngrams(folded, np.zeros(1, dtype=np.int64))
-            keep = _let_through(ngrams.hashes, bits, shift)
-            hashes.append(ngrams.hashes[keep])
-            positions.append(ngrams.position[keep])
-            lines.append(np.full(len(hashes[-1]), line, dtype=np.int64))
-            start, end = int(found.starts[line]), int(ends[line])
-            pieces += [found.points[at:start], folded]
-            grown[line] = len(folded) - (end - start)
-            at = end
-        points = np.concatenate([*pieces, found.points[at:]])
-        starts = found.starts + np.concatenate(([0], np.cumsum(grown)[:-1]))
-        return Ngrams(np.concatenate(hashes), np.concatenate(lines), np.concatenate(positions), points, starts,
-                      found.byte_starts)
+        """The pass's findings with its lines needing Python composed and case-folded here, then hashed together
+        by a second pass over them with the plain fold table (what the numpy path does to such a line; a numpy
+        call per line cost more than the whole pass, measured), their code points kept beside the chunk's."""
+        numbers = found.python_lines.tolist()
+        fixed = [unicodedata.normalize("NFC", bytes(data[found.byte_starts[line]:found.byte_starts[line + 1]])
+                                       .decode("utf-8").removesuffix("\n")).casefold() for line in numbers]
+        settings = self.settings
+        again = kernel.line_pass("\n".join(fixed).encode("utf-8"), table.fold, settings.n, settings.unit == "char",
+                                 _constants(settings.n), bits, shift)
+        assert again is not None and not len(again.python_lines)  # the plain table flags nothing
+        fixed_ends = np.append(again.starts[1:] - 1, len(again.points)).tolist()
+        composed = {line: again.points[start:end] for line, start, end in zip(numbers, again.starts.tolist(), fixed_ends)}
+        return Ngrams(np.concatenate([found.hashes, again.hashes]),
+                      np.concatenate([found.line, found.python_lines[again.line]]),
+                      np.concatenate([found.position, again.position]), found.points, found.starts, found.byte_starts,
+                      composed)
 
     def _ngrams(self, points: np.ndarray, starts: np.ndarray) -> Ngrams:
         if self.settings.unit == "char":
@@ -389,14 +387,6 @@ def _mix(values: np.ndarray) -> np.ndarray:
     values = values ^ (values >> np.uint64(30))
     values = values * _MIX
     return values ^ (values >> np.uint64(31))
-
-
-def _let_through(hashes: np.ndarray, bits: np.ndarray, shift: int) -> np.ndarray:
-    """Which hashes a packed bitmap (8 slots a byte, little end first; empty: all) lets through."""
-    if not len(bits):
-        return np.ones(len(hashes), dtype=bool)
-    slot = hashes >> np.uint64(shift)
-    return ((bits[slot >> np.uint64(3)] >> (slot & np.uint64(7))) & np.uint8(1)).astype(bool)
 
 
 @functools.cache

@@ -140,3 +140,25 @@ def test_ray_actors_write_what_one_process_writes(tmp_path: Path) -> None:
     corpus = _corpora(tmp_path)
     on_ray = _outputs(tmp_path / "ray", corpus, chunk_bytes=150, block_bytes=300, workers=2, executor="ray")
     assert on_ray == _outputs(tmp_path / "one", corpus, chunk_bytes=150, block_bytes=300)
+
+
+def test_the_scan_waits_for_each_worker_and_stops_if_one_died_starting() -> None:
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+    from queue import Queue
+
+    from klue.contamination.run import _wait_for_workers
+
+    class BrokenPool:
+        def submit(self, *_: object) -> Future[bool]:
+            future: Future[bool] = Future()
+            future.set_exception(BrokenProcessPool("a worker died starting"))
+            return future
+
+    said: Queue[int] = Queue()
+    said.put(1)
+    said.put(2)
+    _wait_for_workers(BrokenPool(), said, 2)  # both said so: the pool is not asked
+    said.put(1)
+    with pytest.raises(BrokenProcessPool):
+        _wait_for_workers(BrokenPool(), said, 2)

@@ -128,6 +128,9 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=10.0, help="corpus size (MB of UTF-8) after repeating")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--blocked", action="store_true",
+                        help="each side's repeats back to back (janitor, then scan), so each runs with its own data in "
+                             "the caches, as a long scan does; by default they alternate (fair under a changing load)")
     parser.add_argument("--numpy", action="store_true",
                         help="hash plain text with the numpy path, not the compiled pass (the figures before it)")
     args = parser.parse_args()
@@ -149,7 +152,7 @@ def main() -> None:
             texts = texts * max(1, round(args.mb * 1e6 / size))
             path = Path(tmp) / f"{name}.txt"  # one document a line: the n-gram work, no format to parse
             path.write_text("".join(t.replace("\n", " ") + "\n" for t in texts), encoding="utf-8")
-            report[name] = compare(janitor_module, index, examples, path, args.repeats)
+            report[name] = compare(janitor_module, index, examples, path, args.repeats, args.blocked)
             print(name, json.dumps(report[name], ensure_ascii=False), flush=True)
     report["load_average"] = os.getloadavg()
     print(json.dumps(report, ensure_ascii=False, indent=1))
@@ -157,22 +160,33 @@ def main() -> None:
         args.json.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
-def compare(janitor_module: Any, index: Any, examples: list[Example], path: Path, repeats: int) -> dict[str, Any]:
+def compare(janitor_module: Any, index: Any, examples: list[Example], path: Path, repeats: int,
+            blocked: bool = False) -> dict[str, Any]:
     """Agreement and speed of the janitor and the scan on one corpus file."""
     mb = path.stat().st_size / 1e6
     files = expand([str(path)])
     jan_times, scan_times, jan_cpu, scan_cpu = [], [], [], []
     grams: set[str] = set()
     result = None
-    for _ in range(repeats):  # alternated, so both see the same load
+
+    def janitor() -> None:
+        nonlocal grams
         start, cpu = time.perf_counter(), time.process_time()
         grams = janitor_corpus_ngrams(janitor_module, path.read_text(encoding="utf-8").splitlines())
         jan_times.append(time.perf_counter() - start)
         jan_cpu.append(time.process_time() - cpu)
+
+    def scan() -> None:
+        nonlocal result
         start, cpu = time.perf_counter(), time.process_time()
         result = scan_corpus(index, files, ScanOptions())
         scan_times.append(time.perf_counter() - start)
         scan_cpu.append(time.process_time() - cpu)
+
+    # alternated by default, so both see the same load; --blocked: each side's repeats back to back
+    order = [janitor] * repeats + [scan] * repeats if blocked else [janitor, scan] * repeats
+    for step in order:
+        step()
     assert result is not None
     flags = janitor_flags(janitor_module, examples, grams)
     janitor_dirty = [any(parts) for parts in flags]
@@ -191,6 +205,7 @@ def compare(janitor_module: Any, index: Any, examples: list[Example], path: Path
         # CPU seconds of this process: what a shared machine's other work disturbs least
         "janitor_cpu_s": [round(t, 2) for t in jan_cpu], "scan_cpu_s": [round(t, 2) for t in scan_cpu],
         "cpu_speed_ratio": round(min(jan_cpu) / min(scan_cpu), 1), "load": os.getloadavg()[0],
+        "order": "blocked" if blocked else "alternated",
     }
 
 

@@ -28,6 +28,19 @@ class Example:
     answer: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class AnswerCheck:
+    """What a document must hold to hold an example's whole input and its answer."""
+
+    parts: frozenset[int]  # the input parts long enough for an n-gram: the document has one of each
+    # the shorter parts and the answers, as they are: whole units, a joiner at both ends, as a document's joined
+    # units have
+    needles: tuple[str, ...]
+    # every unit of the needles: a document without one of them holds not all the needles (tested first: cheaper
+    # than joining the document's units and searching it, which most documents hit fail)
+    units: frozenset[str]
+
+
 @dataclass
 class BenchmarkIndex:
     """The examples (in order), each input part's units, each answer's and short part's normalised text,
@@ -45,7 +58,7 @@ class BenchmarkIndex:
     shift: int = 40  # bitmap slot of a hash: its top (64 - shift) bits
     bitmap: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
     bits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8), repr=False)  # bitmap, 8 a byte
-    _checks: dict[int, tuple[frozenset[int], tuple[str, ...]]] = field(default_factory=dict, repr=False,
+    _checks: dict[int, AnswerCheck] = field(default_factory=dict, repr=False,
                                                                        compare=False)
 
     def __post_init__(self) -> None:
@@ -84,17 +97,15 @@ class BenchmarkIndex:
         found = self.keys[where] == hashes[maybe]
         return maybe[found], where[found]
 
-    def answer_check(self, example: int) -> tuple[frozenset[int], tuple[str, ...]]:
-        """What a document must hold to hold the example's whole input and its answer: an n-gram of each of
-        these input parts (long enough for one), and each of these texts as it is (the shorter parts and the
-        answers, whole units: a joiner at both ends, as a document's joined units have). Kept per example."""
+    def answer_check(self, example: int) -> AnswerCheck:
+        """What a document must hold to hold the example's whole input and its answer. Kept per example."""
         if example not in self._checks:
             joiner, n = self.settings.joiner, self.settings.n
             parts = self.part_units[example]
-            needles = [f"{joiner}{joiner.join(units)}{joiner}" for units in parts if 0 < len(units) < n]
-            needles += [f"{joiner}{answer}{joiner}" for answer in self.answer_texts[example]]
-            self._checks[example] = (frozenset(i for i, units in enumerate(parts) if len(units) >= n),
-                                     tuple(needles))
+            texts = [joiner.join(units) for units in parts if 0 < len(units) < n] + self.answer_texts[example]
+            units = frozenset(u for text in texts for u in (text.split(joiner) if joiner else text))
+            self._checks[example] = AnswerCheck(frozenset(i for i, units in enumerate(parts) if len(units) >= n),
+                                                tuple(f"{joiner}{text}{joiner}" for text in texts), units)
         return self._checks[example]
 
     def text_of(self, example: int, at: tuple[int, int], units: int) -> str:

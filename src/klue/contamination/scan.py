@@ -140,7 +140,7 @@ class ChunkScanner:
     """Scans chunks against one index (one per process: the hasher's power tables are reused)."""
 
     def __init__(self, index: BenchmarkIndex, compiled: bool = False) -> None:
-        """`compiled`: plain text goes through the compiled pass (`kernel`, numba), loaded now (about 0.8 CPU-s
+        """`compiled`: plain text goes through the compiled pass (`kernel`, numba), loaded now (0.5-0.7 CPU-s
         a process, measured: numba's import and its cached machine code) so a worker is ready when built."""
         self.index = index
         self.hasher = Hasher(index.settings)

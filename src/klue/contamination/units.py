@@ -295,9 +295,8 @@ class Hasher:
         a hash's slot its top 64 - `shift` bits; empty: every n-gram), from one compiled pass over the bytes
         (`kernel`, numba); None if `data` is not UTF-8. Lines holding a character that NFC or a
         multi-character fold changes are hashed here in Python, as `line_ngrams` does."""
-        settings, table = self.settings, tables(self.settings.normalise)
-        found = kernel.line_pass(data, table.flagged, settings.n, settings.unit == "char", _constants(settings.n),
-                                 bits, shift)
+        table = tables(self.settings.normalise)
+        found = self._pass(data, table.flagged, bits, shift)
         if found is None:
             return None
         if not len(found.python_lines):
@@ -313,9 +312,7 @@ class Hasher:
         numbers = found.python_lines.tolist()
         fixed = [unicodedata.normalize("NFC", bytes(data[found.byte_starts[line]:found.byte_starts[line + 1]])
                                        .decode("utf-8").removesuffix("\n")).casefold() for line in numbers]
-        settings = self.settings
-        again = kernel.line_pass("\n".join(fixed).encode("utf-8"), table.fold, settings.n, settings.unit == "char",
-                                 _constants(settings.n), bits, shift)
+        again = self._pass("\n".join(fixed).encode("utf-8"), table.fold, bits, shift)
         assert again is not None and not len(again.python_lines)  # the plain table flags nothing
         fixed_ends = np.append(again.starts[1:] - 1, len(again.points)).tolist()
         composed = {line: again.points[start:end] for line, start, end in zip(numbers, again.starts.tolist(), fixed_ends)}
@@ -323,6 +320,11 @@ class Hasher:
                       np.concatenate([found.line, found.python_lines[again.line]]),
                       np.concatenate([found.position, again.position]), found.points, found.starts, found.byte_starts,
                       composed)
+
+    def _pass(self, data: bytes | memoryview, fold: np.ndarray, bits: np.ndarray, shift: int) -> kernel.LinePass | None:
+        """The compiled pass over `data` with this hasher's settings and the fold table `fold`."""
+        settings = self.settings
+        return kernel.line_pass(data, fold, settings.n, settings.unit == "char", _constants(settings.n), bits, shift)
 
     def _ngrams(self, points: np.ndarray, starts: np.ndarray) -> Ngrams:
         if self.settings.unit == "char":
